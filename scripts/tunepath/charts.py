@@ -1,0 +1,135 @@
+"""Charts as SVG, byte-identical for the same input.
+
+Every chart shows one run (one server host, one client): a run is never drawn as
+the continuation of another host's series. The SVGs carry no date, and their
+element ids come from a fixed hash salt, so rebuilding changes no byte unless the
+data changed.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+from matplotlib.figure import Figure  # noqa: E402
+
+from . import formatting as fmt  # noqa: E402
+
+__all__ = ["Chart", "throughput_chart", "latency_chart", "render_svg"]
+
+HASH_SALT = "tunepath"
+HIGHLIGHT = "#0091bd"   # Arm blue
+CONTEXT = "#b8c4cc"
+OFFERED = "#c2185b"
+
+matplotlib.rcParams.update({
+    "svg.hashsalt": HASH_SALT,
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+})
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    run_id: str
+    src: str          # path relative to the site's static root
+    alt: str
+    caption: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def render_svg(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _write(fig: Figure, static_dir: Path, rel: str) -> None:
+    path = Path(static_dir) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = render_svg(fig)
+    if not path.exists() or path.read_bytes() != data:
+        tmp = path.with_suffix(".svg.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+
+def _host_title(rows) -> str:
+    first = rows[0]
+    where = " — server and client on one machine" if first["same_machine"] else ""
+    return f"{first['server']} ({first['run_id']}){where}"
+
+
+def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str,
+                     run_id: str) -> Chart:
+    """Bars of requests/s per measurement of one run; ``highlight`` holds step/variant keys."""
+    labels = [r["label"] for r in rows]
+    values = [r["requests_per_sec"] or 0.0 for r in rows]
+    colors = [HIGHLIGHT if f"{r['step']}/{r['variant']}" in highlight else CONTEXT for r in rows]
+    fig = Figure(figsize=(7.2, 0.55 * len(rows) + 1.6))
+    ax = fig.add_subplot()
+    y = list(range(len(rows)))[::-1]
+    ax.barh(y, values, color=colors)
+    ax.set_yticks(y, labels)
+    top = max(values + [r["offered_rate"] or 0 for r in rows]) or 1.0
+    for yi, r, v in zip(y, rows, values):
+        text = fmt.rate(r["requests_per_sec"])
+        if r.get("speedup_vs_stock"):
+            text += f"  ({fmt.speedup(r['speedup_vs_stock'])})"
+        ax.text(v + top * 0.01, yi, text, va="center", fontsize=9)
+    offered = {r["offered_rate"] for r in rows if r["offered_rate"]}
+    if len(offered) == 1:
+        rate = offered.pop()
+        ax.axvline(rate, color=OFFERED, linestyle="--", linewidth=1)
+        ax.text(rate, len(rows) - 0.45, f"offered {fmt.rate(rate).removesuffix('.00')} req/s",
+                color=OFFERED, ha="right", va="bottom", fontsize=8)
+    ax.set_xlim(0, top * 1.3)
+    ax.set_xlabel("requests per second (higher is better)")
+    ax.set_title(f"Throughput — {_host_title(rows)}", loc="left", fontsize=10)
+    rel = f"charts/{name}.svg"
+    _write(fig, static_dir, rel)
+    listing = "; ".join(f"{r['label']}: {fmt.rate(r['requests_per_sec'])} req/s" for r in rows)
+    return Chart(id=name.split("-", 1)[1] if "-" in name else name, run_id=run_id, src=rel,
+                 alt=f"Horizontal bar chart of requests per second on {rows[0]['server']} "
+                     f"({run_id}). {listing}.",
+                 caption=f"Requests per second on {rows[0]['server']}, run {run_id}"
+                         f"{' (server and client on one machine)' if rows[0]['same_machine'] else ''}. "
+                         "Highlighted bars are this step's measurements.")
+
+
+def latency_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str,
+                  run_id: str) -> Chart:
+    """Average and maximum latency per measurement of one run."""
+    labels = [r["label"] for r in rows]
+    avg = [(r["latency_avg_ms"] or 0.0) for r in rows]
+    mx = [(r["latency_max_ms"] or 0.0) for r in rows]
+    seconds = max(mx + [0.0]) >= 1000
+    scale, unit = (1000.0, "s") if seconds else (1.0, "ms")
+    fig = Figure(figsize=(7.2, 0.55 * len(rows) + 1.6))
+    ax = fig.add_subplot()
+    y = list(range(len(rows)))[::-1]
+    colors = [HIGHLIGHT if f"{r['step']}/{r['variant']}" in highlight else CONTEXT for r in rows]
+    ax.barh(y, [v / scale for v in avg], color=colors, label="average")
+    ax.scatter([v / scale for v in mx], y, marker="|", s=200, color="#37474f", label="maximum", zorder=3)
+    ax.set_yticks(y, labels)
+    ax.set_xlabel(f"latency in {unit} (lower is better)")
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.set_title(f"Latency — {_host_title(rows)}", loc="left", fontsize=10)
+    rel = f"charts/{name}.svg"
+    _write(fig, static_dir, rel)
+    listing = "; ".join(f"{r['label']}: average {fmt.latency(r['latency_avg_ms'])}, "
+                        f"maximum {fmt.latency(r['latency_max_ms'])}" for r in rows)
+    return Chart(id=name.split("-", 1)[1] if "-" in name else name, run_id=run_id, src=rel,
+                 alt=f"Horizontal bar chart of average latency with maximum marks on {rows[0]['server']} "
+                     f"({run_id}). {listing}.",
+                 caption=f"Average (bar) and maximum (mark) latency on {rows[0]['server']}, run {run_id}.")

@@ -1,0 +1,174 @@
+"""Hugo data: the JSON the pages read (``data/steps/<step>.json``, ``data/summary.json``).
+
+The shapes are documented in ``docs/data-schema.md``. Files are written
+atomically and only when their content changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from . import formatting as fmt
+from .runstore import Run
+from .steps import STEPS, get_step, plan, verify_command
+
+__all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):   # numpy scalars
+        return _clean(value.item())
+    if value is pd.NA:
+        return None
+    return value
+
+
+def _num(value):
+    value = _clean(value)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def display(row: dict) -> dict:
+    """The preformatted strings a page prints for one measurement."""
+    return {
+        "requests_per_sec": fmt.rate(_num(row["requests_per_sec"])),
+        "latency_avg": fmt.latency(_num(row["latency_avg_ms"])),
+        "latency_max": fmt.latency(_num(row["latency_max_ms"])),
+        "latency_p99": fmt.latency(_num(row["p99_ms"])),
+        "errors": fmt.count(_num(row["errors"])),
+        "non_2xx_3xx": fmt.count(_num(row["non_2xx_3xx"])),
+        "requests": fmt.count(_num(row["requests"])),
+        "duration": fmt.seconds(_num(row["duration_s"])),
+        "transfer_per_sec": fmt.bytes_per_sec(_num(row["transfer_per_sec_bytes"])),
+        "speedup_vs_stock": fmt.speedup(_num(row["speedup_vs_stock"])),
+        "change_vs_previous_pct": fmt.percent_change(_num(row["change_vs_previous_pct"])),
+        "previous_label": row["previous_label"] or "",
+        "previous_requests_per_sec": fmt.rate(_num(row["previous_requests_per_sec"]))
+        if _num(row["previous_requests_per_sec"]) is not None else "",
+        "cpus_online": row["cpus_online"] or fmt.NA,
+        "offered_rate": fmt.rate(_num(row["offered_rate"])).removesuffix(".00")
+        if _num(row["offered_rate"]) else fmt.NA,
+    }
+
+
+def measurement_entry(row: dict) -> dict:
+    return _clean({
+        "variant": row["variant"], "label": row["label"], "tool": row["tool"],
+        "command": row["command"], "offered_rate": _num(row["offered_rate"]),
+        "requests_per_sec": _num(row["requests_per_sec"]),
+        "latency_avg_ms": _num(row["latency_avg_ms"]), "latency_max_ms": _num(row["latency_max_ms"]),
+        "latency_p99_ms": _num(row["p99_ms"]), "errors": _num(row["errors"]),
+        "non_2xx_3xx": _num(row["non_2xx_3xx"]), "requests": _num(row["requests"]),
+        "duration_s": _num(row["duration_s"]),
+        "speedup_vs_stock": _num(row["speedup_vs_stock"]),
+        "change_vs_previous_pct": _num(row["change_vs_previous_pct"]),
+        "previous": row["previous_variant"], "raw": row["raw"],
+        "warnings": list(row["warnings"]), "display": display(row),
+    })
+
+
+def _versions(run: Run) -> dict:
+    s, c = run.server["facts"], run.client["facts"]
+    lg = c.get("load_generator") or {}
+    return {
+        "tomcat": s.get("tomcat_version") or fmt.NA,
+        "java": s.get("java_version") or fmt.NA,
+        "kernel": s.get("kernel") or fmt.NA,
+        "os": s.get("os") or fmt.NA,
+        "load_generator": " ".join(x for x in (lg.get("name"), lg.get("version")) if x) or fmt.NA,
+    }
+
+
+def run_header(run: Run, step: str | None = None) -> dict:
+    commands = [m.command for m in run.measurements if step is None or m.step == step]
+    return _clean({
+        "run_id": run.run_id, "kind": run.kind, "status": run.record["status"],
+        "label": run.record.get("label", run.run_id),
+        "server": run.server["name"], "server_desc": run.server.get("description", ""),
+        "client": run.client.get("description", run.client["name"]),
+        "same_machine": run.same_machine,
+        "date": run.record.get("date"), "date_note": run.record.get("date_note", ""),
+        "versions": _versions(run), "source": run.record.get("source", ""),
+        "client_command": commands[0] if commands else "",
+        "notes": list(run.record.get("notes", [])),
+    })
+
+
+def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
+    """One run's part of a step's data: header, measurements, commands, verification."""
+    rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
+    order = [v.name for v in get_step(step).variants]
+    rows = sorted(rows.to_dict("records"), key=lambda r: order.index(r["variant"])
+                  if r["variant"] in order else len(order))
+    verification = {}
+    for v in run.verifications:
+        if v.step == step:
+            verification[v.name] = {"host": v.host, "command": v.command,
+                                    "output": v.output.read_text(encoding="utf-8", errors="replace"),
+                                    "source": v.source}
+    block = run_header(run, step)
+    block.update({
+        "measurements": [measurement_entry(r) for r in rows],
+        "commands": {b.id: b.to_dict() for b in plan(step, run.context)},
+        "verification": verification,
+        "verification_commands": {name: verify_command(name, run.context)
+                                  for name in get_step(step).verifications},
+        "skipped": [s for s in run.skipped if s["step"] == step],
+    })
+    return block
+
+
+def step_document(step: str, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
+                  notebook: dict) -> dict:
+    s = get_step(step)
+    blocks = [run_block(r, step, frame) for r in runs if step in r.steps()]
+    return {
+        "step": s.name, "number": s.number, "title": s.title, "page": s.page,
+        "primary_run": blocks[0]["run_id"] if blocks else None,
+        "notebook": notebook, "runs": blocks, "charts": charts,
+    }
+
+
+def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[str, list[dict]],
+                     notebook: dict) -> dict:
+    titles = {s.name: s.title for s in STEPS}
+    pages = {s.name: s.page for s in STEPS}
+    hosts = []
+    for run in runs:
+        rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
+        if rows.empty:
+            continue
+        entry = run_header(run)
+        entry["client_command"] = rows.iloc[0]["command"]
+        entry["rows"] = [_clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
+                                 "variant": r["variant"], "label": r["label"], "tool": r["tool"],
+                                 "requests_per_sec": _num(r["requests_per_sec"]),
+                                 "speedup_vs_stock": _num(r["speedup_vs_stock"]),
+                                 "display": display(r)})
+                         for r in rows.to_dict("records")]
+        entry["charts"] = charts_by_run.get(run.run_id, [])
+        hosts.append(entry)
+    return {"notebook": notebook, "hosts": hosts}
+
+
+def write_json(path: Path, document: dict) -> bool:
+    """Write ``document`` if it changed; returns True when the file was (re)written."""
+    path = Path(path)
+    text = json.dumps(_clean(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return True

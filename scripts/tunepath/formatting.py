@@ -1,0 +1,58 @@
+"""How figures are written on the pages (one place, so every page agrees)."""
+
+from __future__ import annotations
+
+import math
+
+NA = "n/a"
+MINUS = "\u2212"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def rate(value) -> str:
+    """Requests per second: ``244,449.62``."""
+    return NA if _missing(value) else f"{value:,.2f}"
+
+
+def count(value) -> str:
+    return NA if _missing(value) else f"{int(value):,}"
+
+
+def latency(ms) -> str:
+    """``16760.0`` → ``16.76 s``; ``1.02`` → ``1.02 ms``; ``0.3988`` → ``398.80 µs``."""
+    if _missing(ms):
+        return NA
+    if ms >= 1000:
+        return f"{ms / 1000:,.2f} s"
+    if ms >= 1:
+        return f"{ms:.2f} ms"
+    return f"{ms * 1000:.2f} µs"
+
+
+def seconds(s) -> str:
+    return NA if _missing(s) else f"{s:,.2f} s"
+
+
+def speedup(x) -> str:
+    return "" if _missing(x) else f"{x:.2f}×"
+
+
+def percent_change(pct) -> str:
+    """``-3.97`` → ``−3.97 %``; ``5.85`` → ``+5.85 %``; absent → empty."""
+    if _missing(pct):
+        return ""
+    sign = "+" if pct >= 0 else MINUS
+    return f"{sign}{abs(pct):.2f} %"
+
+
+def bytes_per_sec(b) -> str:
+    """wrk's MB are MiB: shown as such."""
+    if _missing(b):
+        return NA
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if b >= scale:
+            return f"{b / scale:,.2f} {unit}/s"
+    return f"{b:,.0f} B/s"

@@ -1,0 +1,358 @@
+"""The learning path's steps: what each changes, its variants, and its exact commands.
+
+This module is the single source of the commands: the notebooks execute (and, in
+replay mode, record) :func:`plan`, and the pages print the very same blocks from
+the exported data, so page and notebook cannot drift apart.
+
+Commands are rendered for a :class:`HostContext`: the server's Tomcat directory,
+CPU count and ranges, NIC name and the client's load parameters. A recorded run
+stores its context, so a page shows the commands as they were run on that host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Iterable
+
+from .errors import TunepathError
+
+__all__ = [
+    "HostContext", "Block", "Variant", "Step", "STEPS", "STEP_NAMES", "MEASURED_SEQUENCE",
+    "get_step", "plan", "cpu_ranges", "brace_ranges", "access_log_valve_xml", "connector_xml",
+]
+
+BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
+
+ACCESS_LOG_VALVE = {
+    "className": "org.apache.catalina.valves.AccessLogValve",
+    "directory": "logs",
+    "prefix": "localhost_access_log",
+    "suffix": ".txt",
+    "pattern": "%h %l %u %t &quot;%r&quot; %s %b",
+}
+STOCK_CONNECTOR = {"port": "8080", "protocol": "HTTP/1.1", "connectionTimeout": "20000",
+                   "redirectPort": "8443"}
+THREAD_CONNECTOR = {"minSpareThreads": "7", "maxThreads": "7",
+                    "maxKeepAliveRequests": "500000", "maxConnections": "100000"}
+
+
+@dataclass(frozen=True)
+class HostContext:
+    """Everything a step's commands depend on, for one server/client pair."""
+
+    tomcat_home: str = "~/apache-tomcat-11.0.10"
+    tomcat_version: str = "11.0.10"
+    java_package: str = "openjdk-21-jdk"
+    server_address: str = "${tomcat_ip}"
+    port: int = 8080
+    path: str = BENCH_PATH
+    total_cpus: int = 192
+    baseline_cpus: tuple[int, ...] = tuple(range(0, 8))
+    numa_cpus: tuple[int, ...] = tuple(range(96, 104))
+    nic: str = "${net}"
+    nic_queues: int = 8
+    nofile: int = 65535
+    load_generator: str = "wrk"   # the binary's name: wrk2 installs itself as `wrk`
+    threads: int = 128
+    connections: int = 1280
+    rate: int = 500000
+    duration_s: int = 60
+    smoke_threads: int = 16
+    smoke_connections: int = 32
+    smoke_rate: int = 50000
+    smoke_duration_s: int = 60
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HostContext":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise TunepathError(f"unknown host context key(s): {', '.join(sorted(unknown))}")
+        values = dict(data)
+        for key in ("baseline_cpus", "numa_cpus"):
+            if key in values:
+                values[key] = tuple(parse_cpu_list(values[key]))
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["baseline_cpus"] = cpu_ranges(self.baseline_cpus)
+        out["numa_cpus"] = cpu_ranges(self.numa_cpus)
+        return out
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server_address}:{self.port}{self.path}"
+
+    def load_command(self, smoke: bool = False) -> str:
+        if smoke:
+            c, t, r, d = self.smoke_connections, self.smoke_threads, self.smoke_rate, self.smoke_duration_s
+        else:
+            c, t, r, d = self.connections, self.threads, self.rate, self.duration_s
+        return f"ulimit -n {self.nofile} && {self.load_generator} -c{c} -t{t} -R{r} -d{d} {self.url}"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One command block: what a reader copies and what the notebook runs."""
+
+    id: str
+    host: str          # "server" or "client"
+    title: str
+    text: str
+    lang: str = "bash"
+    disruptive: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A measured configuration of a step."""
+
+    name: str
+    label: str
+    description: str
+    smoke: bool = False        # measured with the smoke-test load instead of the full one
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    name: str
+    title: str
+    page: str                  # the content file name, without .md
+    variants: tuple[Variant, ...] = ()
+    verifications: tuple[str, ...] = ()
+
+    @property
+    def notebook(self) -> str:
+        return f"{self.number:02d}-{self.name}.ipynb"
+
+
+STEPS: tuple[Step, ...] = (
+    Step(1, "setup", "Set up Tomcat, the JDK and wrk2", "1-setup",
+         (Variant("smoke", "Smoke test", "stock Tomcat at the smoke-test load", smoke=True),),
+         ("tomcat-version",)),
+    Step(2, "baseline", "Baseline: stock, access log off, thread count", "2-baseline",
+         (Variant("stock", "Stock configuration", "Tomcat as shipped"),
+          Variant("access-log-off", "Access log off", "AccessLogValve removed from server.xml"),
+          Variant("threads", "7 worker threads",
+                  "maxThreads = minSpareThreads = 7, maxKeepAliveRequests 500000, maxConnections 100000")),
+         ("dmesg-iommu", "lscpu")),
+    Step(3, "nic-queues", "Match NIC queues to online CPUs", "3-nic-queues",
+         (Variant("queues-8", "8 NIC queues", "ethtool -L combined 8"),),
+         ("ethtool-l",)),
+    Step(4, "numa", "Run Tomcat on the NIC's NUMA node", "4-numa",
+         (Variant("numa-local", "CPUs on the NIC's NUMA node", "the online CPUs moved to the NIC's node"),),
+         ("numactl-h", "nic-numa-node", "lscpu")),
+    Step(5, "iommu", "IOMMU passthrough", "5-iommu",
+         (Variant("iommu-passthrough", "IOMMU passthrough", "iommu.strict=0 iommu.passthrough=1"),),
+         ("dmesg-iommu",)),
+    Step(6, "summary", "Summary", "6-summary"),
+)
+STEP_NAMES = tuple(s.name for s in STEPS)
+
+# The measurements that form one host's tuning sequence, in order. The smoke test
+# uses a different load and is not part of it.
+MEASURED_SEQUENCE: tuple[tuple[str, str], ...] = (
+    ("baseline", "stock"), ("baseline", "access-log-off"), ("baseline", "threads"),
+    ("nic-queues", "queues-8"), ("numa", "numa-local"), ("iommu", "iommu-passthrough"),
+)
+
+
+def get_step(name: str) -> Step:
+    for step in STEPS:
+        if step.name == name:
+            return step
+    raise TunepathError(f"unknown step {name!r}; the steps are: {', '.join(STEP_NAMES)}")
+
+
+# --- CPU lists ----------------------------------------------------------------
+def parse_cpu_list(value) -> list[int]:
+    """``"0-7,96"`` or ``[0, 1]`` → a sorted list of CPU numbers."""
+    if isinstance(value, (list, tuple)):
+        return sorted(int(v) for v in value)
+    cpus: set[int] = set()
+    for part in str(value).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise TunepathError(f"bad CPU list {value!r}: expected e.g. '0-7,96-103'") from None
+        if last < first:
+            raise TunepathError(f"bad CPU list {value!r}: range {part} runs backwards")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def _runs(cpus: Iterable[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for cpu in sorted(set(cpus)):
+        if out and cpu == out[-1][1] + 1:
+            out[-1] = (out[-1][0], cpu)
+        else:
+            out.append((cpu, cpu))
+    return out
+
+
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2,5"`` (the kernel's own notation)."""
+    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in _runs(cpus))
+
+
+def brace_ranges(cpus: Iterable[int]) -> str:
+    """``[0..95, 104..191]`` → ``"{0..95} {104..191}"`` for a bash ``for`` loop."""
+    return " ".join(f"{{{a}..{b}}}" if a != b else f"{a}" for a, b in _runs(cpus))
+
+
+def _set_cpus(cpus: Iterable[int], online: bool) -> str:
+    return (f"for no in {brace_ranges(cpus)}; do sudo bash -c "
+            f"\"echo {1 if online else 0} > /sys/devices/system/cpu/cpu${{no}}/online\"; done")
+
+
+def _offline_all_but(ctx: HostContext, keep: tuple[int, ...]) -> str:
+    others = [c for c in range(ctx.total_cpus) if c not in set(keep)]
+    return _set_cpus(others, online=False)
+
+
+# --- XML shown on the pages -------------------------------------------------------
+def _element(tag: str, attrs: dict, indent: str = "    ") -> str:
+    pad = indent + " " * (len(tag) + 2)
+    items = list(attrs.items())
+    first = f'{indent}<{tag} {items[0][0]}="{items[0][1]}"'
+    rest = [f'{pad}{k}="{v}"' for k, v in items[1:]]
+    return "\n".join([first, *rest]) + " />"
+
+
+def access_log_valve_xml() -> str:
+    """The element the access-log variant removes from ``conf/server.xml``."""
+    return _element("Valve", ACCESS_LOG_VALVE, indent="        ")
+
+
+def connector_xml(attrs: dict | None = None) -> str:
+    return _element("Connector", {**STOCK_CONNECTOR, **(attrs or {})})
+
+
+# --- the plans ----------------------------------------------------------------------
+def _restart(ctx: HostContext) -> Block:
+    return Block("restart-tomcat", "server", "Restart Tomcat with a higher open-file limit",
+                 f"{ctx.tomcat_home}/bin/shutdown.sh 2>/dev/null\n"
+                 f"ulimit -n {ctx.nofile} && {ctx.tomcat_home}/bin/startup.sh")
+
+
+def _load(ctx: HostContext) -> Block:
+    return Block("load", "client", "Drive the servlet at a constant offered rate", ctx.load_command())
+
+
+def _grub(ctx: HostContext, block_id: str, title: str, cmdline: str) -> Block:
+    return Block(block_id, "server", title,
+                 f"sudo sed -i 's/^GRUB_CMDLINE_LINUX=.*/GRUB_CMDLINE_LINUX=\"{cmdline}\"/' /etc/default/grub\n"
+                 "sudo update-grub && sudo reboot",
+                 disruptive=True)
+
+
+def _move_cpus(ctx: HostContext) -> Block:
+    return Block("move-cpus", "server",
+                 f"Bring CPUs {cpu_ranges(ctx.numa_cpus)} online and take every other CPU offline",
+                 _set_cpus(ctx.numa_cpus, online=True) + "\n" + _offline_all_but(ctx, ctx.numa_cpus),
+                 disruptive=True)
+
+
+def _set_queues(ctx: HostContext) -> Block:
+    return Block("set-queues", "server", f"Set {ctx.nic_queues} combined queues on {ctx.nic}",
+                 f"sudo ethtool -L {ctx.nic} combined {ctx.nic_queues}", disruptive=True)
+
+
+def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
+    """The command blocks of ``step`` for the hosts described by ``ctx``, in order."""
+    ctx = ctx or HostContext()
+    get_step(step)
+    home = ctx.tomcat_home
+    v = ctx.tomcat_version
+    major = v.split(".")[0]
+    if step == "setup":
+        tarball = f"apache-tomcat-{v}.tar.gz"
+        return [
+            Block("install-jdk", "server", "Install a JDK (Tomcat 11 needs Java 17 or later)",
+                  f"sudo apt-get update && sudo apt-get install -y {ctx.java_package}"),
+            Block("install-tomcat", "server", f"Download Tomcat {v}, check its SHA-512 and unpack it",
+                  f"cd ~ && wget https://archive.apache.org/dist/tomcat/tomcat-{major}/v{v}/bin/{tarball}"
+                  f" https://archive.apache.org/dist/tomcat/tomcat-{major}/v{v}/bin/{tarball}.sha512\n"
+                  f"sha512sum -c {tarball}.sha512\n"
+                  f"tar xzf {tarball}"),
+            Block("open-examples", "server", "Let remote clients reach the examples webapp",
+                  f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {home}/webapps/examples/META-INF/context.xml"),
+            Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit",
+                  f"ulimit -n {ctx.nofile} && {home}/bin/startup.sh"),
+            Block("build-wrk2", "client", "Build wrk2 from source (x86_64 client)",
+                  "sudo apt-get install -y build-essential libssl-dev zlib1g-dev git\n"
+                  "git clone https://github.com/giltene/wrk2.git && cd wrk2 && make\n"
+                  "sudo cp wrk /usr/local/bin/wrk"),
+            Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
+        ]
+    if step == "baseline":
+        return [
+            _grub(ctx, "iommu-strict", "Align the IOMMU with stock Ubuntu (strict, translated) and reboot",
+                  "iommu.strict=1 iommu.passthrough=0"),
+            Block("offline-cpus", "server",
+                  f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)} online and take every other CPU offline",
+                  _offline_all_but(ctx, ctx.baseline_cpus), disruptive=True),
+            _restart(ctx),
+            _load(ctx),
+            Block("disable-access-log", "server", f"Remove this Valve from {home}/conf/server.xml",
+                  access_log_valve_xml(), lang="xml"),
+            Block("thread-config", "server", f"The HTTP Connector in {home}/conf/server.xml after the change",
+                  connector_xml(THREAD_CONNECTOR), lang="xml"),
+        ]
+    if step == "nic-queues":
+        return [
+            Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {ctx.nic}"),
+            _set_queues(ctx),
+            _restart(ctx),
+            _load(ctx),
+        ]
+    if step == "numa":
+        return [
+            Block("numa-topology", "server", "Show the NUMA nodes, their CPUs and distances", "numactl -H"),
+            Block("nic-node", "server", f"Find the NUMA node of {ctx.nic}",
+                  f"cat /sys/class/net/{ctx.nic}/device/numa_node"),
+            _move_cpus(ctx),
+            _restart(ctx),
+            _load(ctx),
+        ]
+    if step == "iommu":
+        return [
+            _grub(ctx, "iommu-passthrough", "Switch the IOMMU to passthrough, non-strict, and reboot",
+                  "iommu.strict=0 iommu.passthrough=1"),
+            _move_cpus(ctx),
+            _set_queues(ctx),
+            _restart(ctx),
+            _load(ctx),
+        ]
+    return []
+
+
+VERIFY_COMMANDS = {
+    "tomcat-version": lambda ctx: f"{ctx.tomcat_home}/bin/version.sh",
+    "dmesg-iommu": lambda ctx: "sudo dmesg | grep iommu",
+    "lscpu": lambda ctx: "lscpu",
+    "ethtool-l": lambda ctx: f"ethtool -l {ctx.nic}",
+    "numactl-h": lambda ctx: "numactl -H",
+    "nic-numa-node": lambda ctx: f"cat /sys/class/net/{ctx.nic}/device/numa_node",
+}
+
+
+def verify_command(name: str, ctx: HostContext | None = None) -> str:
+    try:
+        return VERIFY_COMMANDS[name](ctx or HostContext())
+    except KeyError:
+        raise TunepathError(f"unknown verification {name!r}") from None
+
+
+def with_overrides(ctx: HostContext, **changes) -> HostContext:
+    return replace(ctx, **changes)

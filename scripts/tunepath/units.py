@@ -1,0 +1,99 @@
+"""Numbers with units as wrk and wrk2 print them.
+
+wrk formats times with a base of microseconds (us, ms, s) and then sexagesimal
+minutes and hours (m, h); counts with metric suffixes (k, M, G, T, P, base 1000);
+bytes with binary suffixes (B, KB, MB, GB, TB, PB, base 1024). Any number may be
+``nan``, ``-nan`` or ``inf`` when a statistic is undefined (no responses, a run too
+short to calibrate).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "UnitError",
+    "parse_number",
+    "parse_time_ms",
+    "parse_time_s",
+    "parse_count",
+    "parse_bytes",
+    "parse_percent",
+]
+
+
+class UnitError(ValueError):
+    """A token is not a number with a unit of the expected kind."""
+
+
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_SPECIAL = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,
+            "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
+
+_TIME_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+_COUNT = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BYTES = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
+
+_TOKEN = re.compile(rf"^(?P<num>{_NUMBER}|[-+]?nan|[-+]?inf)(?P<unit>[A-Za-z%]*)$", re.IGNORECASE)
+
+
+def _split(token: str) -> tuple[float, str]:
+    text = token.strip()
+    m = _TOKEN.match(text)
+    if not m:
+        raise UnitError(f"not a number: {token!r}")
+    num = m.group("num")
+    special = _SPECIAL.get(num.lower())
+    value = special if special is not None else float(num)
+    return value, m.group("unit")
+
+
+def parse_number(token: str) -> float:
+    """A plain number, or nan/-nan/inf."""
+    value, unit = _split(token)
+    if unit:
+        raise UnitError(f"unexpected unit in {token!r}")
+    return value
+
+
+def _scaled(token: str, table: dict[str, float], kind: str, default_unit: str | None) -> float:
+    value, unit = _split(token)
+    if unit == "" and default_unit is not None:
+        unit = default_unit
+    if unit not in table:
+        raise UnitError(f"{token!r} is not a {kind} (units: {', '.join(u for u in table if u)})")
+    return value * table[unit]
+
+
+def parse_time_ms(token: str) -> float:
+    """``831.40us`` → 0.8314; ``1.00m`` → 60000.0; ``-nan`` → nan. A bare number is ms."""
+    return _scaled(token, _TIME_MS, "time", "ms")
+
+
+def parse_time_s(token: str) -> float:
+    """A duration in seconds: ``1.00m`` → 60.0, ``5s`` → 5.0, ``12`` → 12.0."""
+    value, unit = _split(token)
+    if unit == "":
+        return value
+    if unit not in _TIME_MS:
+        raise UnitError(f"{token!r} is not a time")
+    return value * _TIME_MS[unit] / 1e3
+
+
+def parse_count(token: str) -> float:
+    """``1.97k`` → 1970.0; ``165.05`` → 165.05; ``-nan`` → nan."""
+    return _scaled(token, _COUNT, "count", None)
+
+
+def parse_bytes(token: str) -> float:
+    """``7.62GB`` → 7.62 × 1024³ bytes; ``514.03KB`` → 514.03 × 1024."""
+    return _scaled(token, _BYTES, "byte size", None)
+
+
+def parse_percent(token: str) -> float:
+    """``56.98%`` → 56.98."""
+    text = token.strip()
+    if not text.endswith("%"):
+        raise UnitError(f"not a percentage: {token!r}")
+    return parse_number(text[:-1])
