@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from . import formatting as fmt  # noqa: E402
 
@@ -84,8 +85,9 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
     top = max(values + [r["offered_rate"] or 0 for r in rows]) or 1.0
     for yi, r, v in zip(y, rows, values):
         text = fmt.rate(r["requests_per_sec"])
-        if r.get("speedup_vs_stock"):
-            text += f"  ({fmt.speedup(r['speedup_vs_stock'])})"
+        gain = fmt.speedup(r.get("speedup_vs_stock"))
+        if gain:
+            text += f"  ({gain} stock)"
         ax.text(v + top * 0.01, yi, text, va="center", fontsize=9)
     offered = {r["offered_rate"] for r in rows if r["offered_rate"]}
     if len(offered) == 1:
@@ -94,6 +96,7 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
         ax.text(rate, len(rows) - 0.45, f"offered {fmt.rate(rate).removesuffix('.00')} req/s",
                 color=OFFERED, ha="right", va="bottom", fontsize=8)
     ax.set_xlim(0, top * 1.3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:,.0f}"))
     ax.set_xlabel("requests per second (higher is better)")
     ax.set_title(f"Throughput — {_host_title(rows)}", loc="left", fontsize=10)
     rel = f"charts/{name}.svg"

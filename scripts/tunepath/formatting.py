@@ -9,7 +9,12 @@ MINUS = "\u2212"
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
+    if value is None:
+        return True
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return True
 
 
 def rate(value) -> str:

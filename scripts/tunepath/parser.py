@@ -333,6 +333,14 @@ class _Parser:
               and (r.requests or 0) > 0):
             # wrk2 prints no per-thread rate before its calibration finished; wrk always does
             r.tool = "wrk2"
+        if r.requests == 0:
+            # wrk prints zeros for empty statistics: with no response they are undefined
+            nan = math.nan
+            if r.latency_ms is not None:
+                r.latency_ms = Stats(nan, nan, nan, nan)
+            for name in ("percentiles_ms", "uncorrected_percentiles_ms"):
+                if getattr(r, name) is not None:
+                    setattr(r, name, {k: None for k in PERCENTILE_KEYS})
         self._warn()
         return r
 

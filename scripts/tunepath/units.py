@@ -63,7 +63,12 @@ def _scaled(token: str, table: dict[str, float], kind: str, default_unit: str | 
         unit = default_unit
     if unit not in table:
         raise UnitError(f"{token!r} is not a {kind} (units: {', '.join(u for u in table if u)})")
-    return value * table[unit]
+    return _tidy(value * table[unit])
+
+
+def _tidy(value: float) -> float:
+    """Drop binary noise from scaling (0.346 rather than 0.34600000000000003)."""
+    return float(f"{value:.12g}") if math.isfinite(value) else value
 
 
 def parse_time_ms(token: str) -> float:
@@ -78,7 +83,7 @@ def parse_time_s(token: str) -> float:
         return value
     if unit not in _TIME_MS:
         raise UnitError(f"{token!r} is not a time")
-    return value * _TIME_MS[unit] / 1e3
+    return _tidy(value * _TIME_MS[unit] / 1e3)
 
 
 def parse_count(token: str) -> float:

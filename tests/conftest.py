@@ -1,0 +1,45 @@
+"""Shared fixtures: paths, and one replay build of the whole site per test session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+SHARED = Path(os.environ.get("TUNEPATH_SHARED", ROOT.parent / "shared"))
+FIXTURES = SHARED / "fixtures"
+REFERENCE = SHARED / "reference"
+TEST_DATA = ROOT / "tests" / "data"
+ARTIFACTS = ROOT / "test-artifacts"
+LP_PATH = "learning-paths/servers-and-cloud-computing/tomcat-tuning"
+
+
+@dataclass(frozen=True)
+class BuiltSite:
+    site_dir: Path      # a copy of the site sources plus generated data/ and static/
+    public: Path        # Hugo's output
+    lp: Path            # public/<learning path>/
+
+    def page(self, name: str = "") -> Path:
+        return self.lp / name / "index.html" if name else self.lp / "index.html"
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> BuiltSite:
+    """The whole site, replayed from runs/ into a temporary directory (never the work tree)."""
+    from tunepath.build import build_site
+
+    site_dir = tmp_path_factory.mktemp("site")
+    public = build_site(site_dir=site_dir)
+    return BuiltSite(site_dir=site_dir, public=public, lp=public / LP_PATH)
+
+
+def need_shared():
+    if not FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES} (set TUNEPATH_SHARED)")

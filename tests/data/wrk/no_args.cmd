@@ -1,0 +1,2 @@
+wrk   # no arguments
+# exit status: 1
