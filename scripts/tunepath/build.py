@@ -45,6 +45,25 @@ def prepare_site_dir(site_dir: Path) -> Path:
     return site_dir
 
 
+def _quiet_kernel_manager():
+    """A kernel manager whose kernel writes its stderr to a log, not the terminal.
+
+    ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
+    listens on 127.0.0.1 only); a build's output should show progress, not that.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        log_path: str | None = None
+
+        async def start_kernel(self, **kw):
+            if QuietKernelManager.log_path:
+                kw.setdefault("stderr", open(QuietKernelManager.log_path, "ab"))
+            return await super().start_kernel(**kw)
+
+    return QuietKernelManager
+
+
 def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
                  mode: str = "replay") -> Path:
     """Execute one step's notebook; returns the executed notebook's path."""
@@ -61,10 +80,14 @@ def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] |
     parameters = {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": None,
                   "profile": "quick", "apply": False,
                   "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+    manager = _quiet_kernel_manager()
+    log_dir = Path(site_dir) / "build" / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    manager.log_path = str(log_dir / "kernel-stderr.log")
     try:
         papermill.execute_notebook(str(source), str(output), parameters=parameters,
                                    kernel_name="python3", progress_bar=False, log_output=False,
-                                   cwd=str(ROOT / "notebooks"))
+                                   cwd=str(ROOT / "notebooks"), kernel_manager_class=manager)
     except PapermillExecutionError as exc:
         raise TunepathError(f"step {step!r}: notebook {s.notebook} failed in cell {exc.exec_count}: "
                             f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at "

@@ -1,0 +1,337 @@
+"""The built site in a real browser: navigation, console, network, images, narrow screens.
+
+The site is served from ``built_site.public`` by a ThreadingHTTPServer on 127.0.0.1 (ephemeral
+port, daemon thread in this process) and driven with Playwright through Debian's Chromium at
+/usr/bin/chromium; Playwright never downloads a browser of its own. Full-page screenshots of
+every page go to test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from conftest import ARTIFACTS, LP_PATH
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SCREENSHOTS = ARTIFACTS / "screenshots"
+STEPS = ["1-setup", "2-baseline", "3-nic-queues", "4-numa", "5-iommu", "6-summary"]
+LP_URL = f"/{LP_PATH}/"
+EXPECTED_PATHS = [LP_URL] + [f"{LP_URL}{s}/" for s in STEPS]
+TIMEOUT_MS = 15_000
+
+
+def _name(url_path: str) -> str:
+    """Short page name for a URL path: "intro", "1-setup", ..., "home"."""
+    if url_path == "/":
+        return "home"
+    if url_path == LP_URL:
+        return "intro"
+    if url_path.startswith(LP_URL):
+        return url_path[len(LP_URL):].strip("/")
+    return url_path.strip("/").replace("/", "_") or "home"
+
+
+# --------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing in CI (the CI scripts install Debian's chromium)")
+        pytest.skip(f"{CHROMIUM} not found (apt-get install chromium); browser tests need it")
+    return CHROMIUM
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(built_site):
+    handler = functools.partial(_QuietHandler, directory=str(built_site.public))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="site-http", daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        yield f"http://{host}:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------- helpers
+
+@dataclass
+class Monitor:
+    """Collects console errors/warnings, page errors, failed requests and HTTP errors."""
+    problems: list[str] = field(default_factory=list)
+
+    def attach(self, pg) -> "Monitor":
+        pg.on("console", self._console)
+        pg.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        pg.on("requestfailed", lambda req: self.problems.append(
+            f"request failed: {req.method} {req.url} ({req.failure})"))
+        pg.on("response", lambda resp: resp.status >= 400 and self.problems.append(
+            f"HTTP {resp.status}: {resp.request.method} {resp.url}"))
+        return self
+
+    def _console(self, msg) -> None:
+        if msg.type in ("error", "warning"):
+            loc = msg.location or {}
+            where = f" at {loc.get('url')}:{loc.get('lineNumber')}" if loc.get("url") else ""
+            self.problems.append(f"console {msg.type}: {msg.text}{where}")
+
+    def take(self) -> list[str]:
+        out, self.problems = self.problems, []
+        return out
+
+
+LOAD_ALL_IMAGES = """
+async () => {
+  const imgs = [...document.images];
+  for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
+  const step = Math.max(200, window.innerHeight / 2);
+  for (let y = 0; y < document.documentElement.scrollHeight; y += step) {
+    window.scrollTo(0, y);
+    await new Promise(r => requestAnimationFrame(() => r()));
+  }
+  window.scrollTo(0, document.documentElement.scrollHeight);
+  const settle = img => (img.complete ? Promise.resolve()
+    : new Promise(r => { img.addEventListener('load', r, {once: true});
+                         img.addEventListener('error', r, {once: true}); }));
+  await Promise.race([Promise.all(imgs.map(settle)), new Promise(r => setTimeout(r, 10000))]);
+  await Promise.all(imgs.map(img => img.decode ? img.decode().catch(() => null) : null));
+  window.scrollTo(0, 0);
+  return imgs.filter(img => !(img.complete && img.naturalWidth > 0))
+             .map(img => img.currentSrc || img.getAttribute('src') || '(no src)');
+}
+"""
+
+
+def broken_images(pg) -> list[str]:
+    return pg.evaluate(LOAD_ALL_IMAGES)
+
+
+def url_path(pg) -> str:
+    return urlsplit(pg.url).path
+
+
+def follow(pg, selector: str) -> str | None:
+    """Click the first element matching selector and wait for the new page; its URL path."""
+    link = pg.locator(selector)
+    if link.count() == 0:
+        return None
+    href = link.first.get_attribute("href")
+    assert href, f"{selector} on {pg.url} has no href"
+    target = urljoin(pg.url, href)
+    link.first.click()
+    pg.wait_for_url(target)
+    pg.wait_for_load_state("load")
+    return url_path(pg)
+
+
+def sidebar_problems(pg) -> list[str]:
+    """The sidebar marks exactly this page as current."""
+    here = url_path(pg)
+    current = pg.locator('nav.lp-nav li.lp-nav-item.current > a[aria-current="page"]')
+    if current.count() != 1:
+        return [f"sidebar: {current.count()} items marked current (expected 1)"]
+    href = urlsplit(urljoin(pg.url, current.first.get_attribute("href") or "")).path
+    problems = []
+    if href != here:
+        problems.append(f"sidebar: current item points to {href}, not {here}")
+    n_aria = pg.locator('nav.lp-nav [aria-current="page"]').count()
+    if n_aria != 1:
+        problems.append(f"sidebar: {n_aria} elements carry aria-current=page (expected 1)")
+    return problems
+
+
+def screenshot(pg, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def _fmt(report: dict[str, list[str]]) -> str:
+    return "\n".join(f"  {page}: {p}" for page, probs in report.items() for p in probs)
+
+
+# --------------------------------------------------------------------------- tests
+
+def test_walk_learning_path(page, site_url):
+    """Home → intro → next … last → prev … intro, with no errors and every image loaded."""
+    mon = Monitor().attach(page)
+    report: dict[str, list[str]] = {}
+
+    def check_page(label: str, shoot: bool) -> None:
+        probs = [f"broken image: {src}" for src in broken_images(page)]
+        if shoot:
+            screenshot(page, label)
+        probs += mon.take()
+        if probs:
+            report.setdefault(label, []).extend(probs)
+
+    resp = page.goto(site_url + "/")
+    assert resp is not None and resp.status == 200, f"home page: HTTP {resp and resp.status}"
+    page.wait_for_load_state("load")
+    check_page("home", shoot=True)
+
+    to_intro = follow(page, f'a[href="{LP_URL}"]:not(.site-title)')
+    assert to_intro == LP_URL, f"home page has no working link to the learning path {LP_URL}"
+
+    # Intro specifics: no previous page; the start button and "next" both lead to step 1.
+    assert page.locator("a.nav-prev").count() == 0, "intro page has a a.nav-prev link"
+    start = page.locator("a.nav-start")
+    assert start.count() == 1, "intro page has no a.nav-start button"
+    next_href = page.locator("a.nav-next").first.get_attribute("href")
+    assert start.first.get_attribute("href") == next_href == EXPECTED_PATHS[1], (
+        f"intro: nav-start {start.first.get_attribute('href')!r} and nav-next {next_href!r} "
+        f"should both be {EXPECTED_PATHS[1]!r}")
+
+    forward = [url_path(page)]
+    charts_per_page: dict[str, int] = {}
+    while True:
+        label = _name(url_path(page))
+        sb = sidebar_problems(page)
+        if sb:
+            report.setdefault(label, []).extend(sb)
+        charts_per_page[label] = page.locator("figure.chart img").count()
+        check_page(label, shoot=True)
+        nxt = follow(page, "a.nav-next[rel=next]")
+        if nxt is None:
+            break
+        forward.append(nxt)
+        assert len(forward) <= 20, f"a.nav-next never ends: {forward}"
+
+    assert forward == EXPECTED_PATHS, f"pages visited by a.nav-next: {forward}"
+    missing_charts = [s for s in STEPS if charts_per_page.get(s, 0) == 0]
+    assert not missing_charts, f"step pages without any figure.chart img: {missing_charts}"
+
+    backward = [url_path(page)]
+    while True:
+        prv = follow(page, "a.nav-prev[rel=prev]")
+        if prv is None:
+            break
+        backward.append(prv)
+        label = _name(prv)
+        sb = sidebar_problems(page)
+        if sb:
+            report.setdefault(f"{label} (back)", []).extend(sb)
+        check_page(f"{label} (back)", shoot=False)
+        assert len(backward) <= 20, f"a.nav-prev never ends: {backward}"
+    assert backward == list(reversed(EXPECTED_PATHS)), f"pages visited by a.nav-prev: {backward}"
+
+    assert not report, "problems while walking the learning path:\n" + _fmt(report)
+
+
+def test_notebook_html_opens(page, site_url):
+    mon = Monitor().attach(page)
+    resp = page.goto(site_url + EXPECTED_PATHS[STEPS.index("2-baseline") + 1])
+    assert resp is not None and resp.status == 200
+    link = page.locator("p.notebook-links a.notebook-html")
+    assert link.count() >= 1, "baseline page has no p.notebook-links a.notebook-html"
+    href = link.first.get_attribute("href")
+    assert href, "a.notebook-html has no href"
+    mon.take()  # only the notebook page is under test here
+
+    resp = page.goto(urljoin(page.url, href))
+    assert resp is not None, f"no response for notebook {href}"
+    assert resp.status == 200, f"notebook {href}: HTTP {resp.status}"
+    page.wait_for_load_state("load")
+    assert "html" in (resp.headers.get("content-type") or ""), resp.headers.get("content-type")
+    assert page.locator("body").inner_text().strip(), f"notebook {href} renders an empty page"
+    probs = [f"broken image: {src}" for src in broken_images(page)]
+    screenshot(page, "notebook-02-baseline")
+    probs += mon.take()
+    assert not probs, f"problems on the executed notebook page {href}:\n  " + "\n  ".join(probs)
+
+
+NARROW_OVERFLOW = """
+() => {
+  const vw = window.innerWidth;
+  const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') return true; }
+    return false; };
+  const desc = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+      (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  const offenders = [...document.body.querySelectorAll('*')]
+    .filter(el => el.getBoundingClientRect().right > vw + 1 && !scrolls(el))
+    .slice(0, 15).map(el => `${desc(el)} (right edge ${Math.round(el.getBoundingClientRect().right)}px)`);
+  const tables = [...document.querySelectorAll('table')].map(t => {
+    const fits = t.getBoundingClientRect().right <= vw + 1;
+    const wrapper = t.parentElement;
+    const ox = wrapper ? getComputedStyle(wrapper).overflowX : '';
+    return {fits, wrapper: wrapper ? desc(wrapper) : '', overflowX: ox};
+  });
+  return {scrollWidth: document.documentElement.scrollWidth, innerWidth: vw, offenders, tables};
+}
+"""
+
+
+def test_summary_narrow_viewport(browser, site_url):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                                  is_mobile=True, has_touch=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        pg = context.new_page()
+        mon = Monitor().attach(pg)
+        resp = pg.goto(site_url + f"{LP_URL}6-summary/")
+        assert resp is not None and resp.status == 200
+        pg.wait_for_load_state("load")
+        broken = broken_images(pg)
+        screenshot(pg, "6-summary-390px")
+        info = pg.evaluate(NARROW_OVERFLOW)
+        assert info["innerWidth"] == 390, info["innerWidth"]
+        assert info["scrollWidth"] <= info["innerWidth"] + 1, (
+            f"summary page scrolls horizontally at 390 px: scrollWidth {info['scrollWidth']} > "
+            f"innerWidth {info['innerWidth']}; elements sticking out:\n  " + "\n  ".join(info["offenders"]))
+        assert info["tables"], "summary page has no table (expected the summary tables)"
+        bad_tables = [t for t in info["tables"]
+                      if not t["fits"] and t["overflowX"] not in ("auto", "scroll")]
+        assert not bad_tables, f"tables wider than the screen without a scrolling wrapper: {bad_tables}"
+        assert not broken, f"broken images at 390 px: {broken}"
+        probs = mon.take()
+        assert not probs, "problems on the summary page at 390 px:\n  " + "\n  ".join(probs)
+    finally:
+        context.close()
