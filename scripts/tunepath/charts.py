@@ -72,7 +72,7 @@ def _host_title(rows) -> str:
 
 
 def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str,
-                     run_id: str) -> Chart:
+                     run_id: str, caption_note: str = "Highlighted bars are this step's measurements.") -> Chart:
     """Bars of requests/s per measurement of one run; ``highlight`` holds step/variant keys."""
     labels = [r["label"] for r in rows]
     values = [r["requests_per_sec"] or 0.0 for r in rows]
@@ -88,16 +88,19 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
         gain = fmt.speedup(r.get("speedup_vs_stock"))
         if gain:
             text += f"  ({gain} stock)"
-        ax.text(v + top * 0.01, yi, text, va="center", fontsize=9)
+        if v > top * 0.45:   # inside the bar, clear of the offered-rate line
+            ax.text(v - top * 0.01, yi, text, va="center", ha="right", fontsize=9, color="white")
+        else:
+            ax.text(v + top * 0.01, yi, text, va="center", fontsize=9)
     offered = {r["offered_rate"] for r in rows if r["offered_rate"]}
+    xlabel = "requests per second (higher is better)"
     if len(offered) == 1:
         rate = offered.pop()
         ax.axvline(rate, color=OFFERED, linestyle="--", linewidth=1)
-        ax.text(rate, len(rows) - 0.45, f"offered {fmt.rate(rate).removesuffix('.00')} req/s",
-                color=OFFERED, ha="right", va="bottom", fontsize=8)
-    ax.set_xlim(0, top * 1.3)
+        xlabel += f"; dashed line: offered rate, {fmt.rate(rate).removesuffix('.00')} req/s"
+    ax.set_xlim(0, top * 1.08)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:,.0f}"))
-    ax.set_xlabel("requests per second (higher is better)")
+    ax.set_xlabel(xlabel)
     ax.set_title(f"Throughput — {_host_title(rows)}", loc="left", fontsize=10)
     rel = f"charts/{name}.svg"
     _write(fig, static_dir, rel)
@@ -107,7 +110,7 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
                      f"({run_id}). {listing}.",
                  caption=f"Requests per second on {rows[0]['server']}, run {run_id}"
                          f"{' (server and client on one machine)' if rows[0]['same_machine'] else ''}. "
-                         "Highlighted bars are this step's measurements.")
+                         + caption_note)
 
 
 def latency_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str,

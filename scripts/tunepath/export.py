@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import formatting as fmt
 from .runstore import Run
-from .steps import STEPS, get_step, plan, verify_command
+from .steps import MEASURED_SEQUENCE, STEPS, get_step, plan, verify_command
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
 
@@ -55,7 +55,8 @@ def display(row: dict) -> dict:
         "previous_label": row["previous_label"] or "",
         "previous_requests_per_sec": fmt.rate(_num(row["previous_requests_per_sec"]))
         if _num(row["previous_requests_per_sec"]) is not None else "",
-        "cpus_online": row["cpus_online"] or fmt.NA,
+        "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
+        else fmt.NA,
         "offered_rate": fmt.rate(_num(row["offered_rate"])).removesuffix(".00")
         if _num(row["offered_rate"]) else fmt.NA,
     }
@@ -89,6 +90,18 @@ def _versions(run: Run) -> dict:
     }
 
 
+def notes_for(run: Run, step: str | None) -> list[str]:
+    """A run's notes that concern ``step``: a note may be limited to some steps."""
+    out = []
+    for note in run.record.get("notes", []):
+        if isinstance(note, str):
+            out.append(note)
+        elif "steps" not in note or (step in note["steps"] if step else
+                                     any(s in note["steps"] for s, _ in MEASURED_SEQUENCE)):
+            out.append(note["text"])
+    return out
+
+
 def run_header(run: Run, step: str | None = None) -> dict:
     commands = [m.command for m in run.measurements if step is None or m.step == step]
     return _clean({
@@ -100,7 +113,7 @@ def run_header(run: Run, step: str | None = None) -> dict:
         "date": run.record.get("date"), "date_note": run.record.get("date_note", ""),
         "versions": _versions(run), "source": run.record.get("source", ""),
         "client_command": commands[0] if commands else "",
-        "notes": list(run.record.get("notes", [])),
+        "notes": notes_for(run, step),
     })
 
 

@@ -119,8 +119,12 @@ def draw_charts(result: StepResult, site_dir) -> list[chartlib.Chart]:
             continue
         if result.step == "summary":
             highlight = {f"{r['step']}/{r['variant']}" for r in rows}
-        for kind, draw in (("throughput", chartlib.throughput_chart), ("latency", chartlib.latency_chart)):
-            out.append(draw(rows, highlight, static, f"{result.step}-{kind}-{run.run_id}", run.run_id))
+        note = ("Bars labelled with the speed-up over this run's stock configuration."
+                if result.step == "summary" else "Highlighted bars are this step's measurements.")
+        out.append(chartlib.throughput_chart(rows, highlight, static, f"{result.step}-throughput-{run.run_id}",
+                                             run.run_id, caption_note=note))
+        out.append(chartlib.latency_chart(rows, highlight, static, f"{result.step}-latency-{run.run_id}",
+                                          run.run_id))
     return out
 
 

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Iterable
 
 from .errors import TunepathError
+from .tomcatconf import TomcatConfig
 
 __all__ = [
     "HostContext", "Block", "Variant", "Step", "STEPS", "STEP_NAMES", "MEASURED_SEQUENCE",
     "get_step", "plan", "cpu_ranges", "brace_ranges", "access_log_valve_xml", "connector_xml",
+    "variant_config", "thread_connector", "verify_command", "parse_cpu_list",
 ]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
@@ -32,8 +34,13 @@ ACCESS_LOG_VALVE = {
 }
 STOCK_CONNECTOR = {"port": "8080", "protocol": "HTTP/1.1", "connectionTimeout": "20000",
                    "redirectPort": "8443"}
-THREAD_CONNECTOR = {"minSpareThreads": "7", "maxThreads": "7",
-                    "maxKeepAliveRequests": "500000", "maxConnections": "100000"}
+
+
+def thread_connector(ctx: "HostContext") -> dict[str, str]:
+    """The original's rule: worker threads = online CPUs − 1 (the poller takes one), plus
+    keep-alive and connection limits raised out of the benchmark's way."""
+    n = str(max(1, len(ctx.baseline_cpus) - 1))
+    return {"minSpareThreads": n, "maxThreads": n, "maxKeepAliveRequests": "500000", "maxConnections": "100000"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,9 @@ class HostContext:
     smoke_connections: int = 32
     smoke_rate: int = 50000
     smoke_duration_s: int = 60
+    warmup_s: int = 0             # a warm-up run before each measurement (the original had none)
+    open_loop: bool = True        # wrk2 (-R rate); False for Debian's wrk, which has no -R
+    latency_flag: bool = False    # add --latency (percentiles); the original did not
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":
@@ -84,12 +94,20 @@ class HostContext:
     def url(self) -> str:
         return f"http://{self.server_address}:{self.port}{self.path}"
 
-    def load_command(self, smoke: bool = False) -> str:
+    @property
+    def raise_nofile(self) -> str:
+        """Raise the open-file limit as far as the hard limit allows (never start nothing)."""
+        return f'ulimit -n {self.nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
+
+    def load_command(self, smoke: bool = False, duration_s: int | None = None) -> str:
         if smoke:
             c, t, r, d = self.smoke_connections, self.smoke_threads, self.smoke_rate, self.smoke_duration_s
         else:
             c, t, r, d = self.connections, self.threads, self.rate, self.duration_s
-        return f"ulimit -n {self.nofile} && {self.load_generator} -c{c} -t{t} -R{r} -d{d} {self.url}"
+        d = d if duration_s is None else duration_s
+        rate = f" -R{r}" if self.open_loop else ""
+        latency = " --latency" if self.latency_flag else ""
+        return f"{self.raise_nofile}\n{self.load_generator} -c{c} -t{t}{rate} -d{d}{latency} {self.url}"
 
 
 @dataclass(frozen=True)
@@ -138,7 +156,7 @@ STEPS: tuple[Step, ...] = (
     Step(2, "baseline", "Baseline: stock, access log off, thread count", "2-baseline",
          (Variant("stock", "Stock configuration", "Tomcat as shipped"),
           Variant("access-log-off", "Access log off", "AccessLogValve removed from server.xml"),
-          Variant("threads", "7 worker threads",
+          Variant("threads", "7 threads, keep-alive and connection limits raised",
                   "maxThreads = minSpareThreads = 7, maxKeepAliveRequests 500000, maxConnections 100000")),
          ("dmesg-iommu", "lscpu")),
     Step(3, "nic-queues", "Match NIC queues to online CPUs", "3-nic-queues",
@@ -160,6 +178,20 @@ MEASURED_SEQUENCE: tuple[tuple[str, str], ...] = (
     ("baseline", "stock"), ("baseline", "access-log-off"), ("baseline", "threads"),
     ("nic-queues", "queues-8"), ("numa", "numa-local"), ("iommu", "iommu-passthrough"),
 )
+
+
+def variant_config(step: str, variant: str, ctx: "HostContext | None" = None) -> TomcatConfig:
+    """The Tomcat configuration a variant measures. Steps are cumulative: from the thread
+    variant on, every later step keeps the tuned server.xml."""
+    ctx = ctx or HostContext()
+    key = (step, variant)
+    if key in (("setup", "smoke"), ("baseline", "stock")):
+        return TomcatConfig(port=ctx.port)
+    if key == ("baseline", "access-log-off"):
+        return TomcatConfig(access_log=False, port=ctx.port)
+    if key in MEASURED_SEQUENCE:
+        return TomcatConfig(access_log=False, connector=thread_connector(ctx), port=ctx.port)
+    raise TunepathError(f"step {step!r} has no variant {variant!r}")
 
 
 def get_step(name: str) -> Step:
@@ -239,19 +271,39 @@ def connector_xml(attrs: dict | None = None) -> str:
 
 
 # --- the plans ----------------------------------------------------------------------
+def _start_lines(ctx: HostContext) -> str:
+    return (f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
+            f"{ctx.raise_nofile}\n"
+            f"{ctx.tomcat_home}/bin/startup.sh")
+
+
 def _restart(ctx: HostContext) -> Block:
-    return Block("restart-tomcat", "server", "Restart Tomcat with a higher open-file limit",
-                 f"{ctx.tomcat_home}/bin/shutdown.sh 2>/dev/null\n"
-                 f"ulimit -n {ctx.nofile} && {ctx.tomcat_home}/bin/startup.sh")
+    return Block("restart-tomcat", "server",
+                 "Restart Tomcat: wait for the old JVM to exit, raise the open-file limit, start",
+                 f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
+                 f"{ctx.tomcat_home}/bin/shutdown.sh 10 -force >/dev/null 2>&1\n"
+                 f"{ctx.raise_nofile}\n"
+                 f"{ctx.tomcat_home}/bin/startup.sh")
 
 
-def _load(ctx: HostContext) -> Block:
-    return Block("load", "client", "Drive the servlet at a constant offered rate", ctx.load_command())
+def _load(ctx: HostContext) -> list[Block]:
+    title = ("Drive the servlet at a constant offered rate" if ctx.open_loop else
+             "Drive the servlet as fast as it answers (closed loop: Debian's wrk has no -R)")
+    blocks = []
+    if ctx.warmup_s:
+        blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
+                            ctx.load_command(duration_s=ctx.warmup_s)))
+    return blocks + [Block("load", "client", title, ctx.load_command())]
+
+
+GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"
 
 
 def _grub(ctx: HostContext, block_id: str, title: str, cmdline: str) -> Block:
+    """Append the IOMMU parameters through a drop-in file: existing parameters stay, and
+    removing the file (then update-grub) undoes the change."""
     return Block(block_id, "server", title,
-                 f"sudo sed -i 's/^GRUB_CMDLINE_LINUX=.*/GRUB_CMDLINE_LINUX=\"{cmdline}\"/' /etc/default/grub\n"
+                 f"echo 'GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX {cmdline}\"' | sudo tee {GRUB_DROP_IN}\n"
                  "sudo update-grub && sudo reboot",
                  disruptive=True)
 
@@ -288,7 +340,7 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             Block("open-examples", "server", "Let remote clients reach the examples webapp",
                   f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {home}/webapps/examples/META-INF/context.xml"),
             Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit",
-                  f"ulimit -n {ctx.nofile} && {home}/bin/startup.sh"),
+                  _start_lines(ctx)),
             Block("build-wrk2", "client", "Build wrk2 from source (x86_64 client)",
                   "sudo apt-get install -y build-essential libssl-dev zlib1g-dev git\n"
                   "git clone https://github.com/giltene/wrk2.git && cd wrk2 && make\n"
@@ -303,18 +355,18 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
                   f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)} online and take every other CPU offline",
                   _offline_all_but(ctx, ctx.baseline_cpus), disruptive=True),
             _restart(ctx),
-            _load(ctx),
+            *_load(ctx),
             Block("disable-access-log", "server", f"Remove this Valve from {home}/conf/server.xml",
                   access_log_valve_xml(), lang="xml"),
             Block("thread-config", "server", f"The HTTP Connector in {home}/conf/server.xml after the change",
-                  connector_xml(THREAD_CONNECTOR), lang="xml"),
+                  connector_xml(thread_connector(ctx)), lang="xml"),
         ]
     if step == "nic-queues":
         return [
             Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {ctx.nic}"),
             _set_queues(ctx),
             _restart(ctx),
-            _load(ctx),
+            *_load(ctx),
         ]
     if step == "numa":
         return [
@@ -323,7 +375,7 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
                   f"cat /sys/class/net/{ctx.nic}/device/numa_node"),
             _move_cpus(ctx),
             _restart(ctx),
-            _load(ctx),
+            *_load(ctx),
         ]
     if step == "iommu":
         return [
@@ -332,7 +384,7 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             _move_cpus(ctx),
             _set_queues(ctx),
             _restart(ctx),
-            _load(ctx),
+            *_load(ctx),
         ]
     return []
 
