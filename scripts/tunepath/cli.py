@@ -5,6 +5,9 @@
     tunepath plan STEP [--run ID]  the exact commands a step runs, for a recorded run's hosts
     tunepath build [--site-dir D] [--steps LIST] [--no-hugo]
                                    replay every step's notebook, write data + charts, run Hugo
+    tunepath run [--hosts FILE] [--steps LIST] [--profile smoke|quick|full] [--apply] …
+                                   run the path live on your hosts, record a run, rebuild the site
+    tunepath restore [--hosts FILE] return the server to the state saved before the first change
 
 Expected failures print one line on stderr and exit with status 2; no tracebacks.
 """
@@ -74,6 +77,47 @@ def _cmd_build(args) -> int:
     return 0
 
 
+def _live_options(args):
+    from .live import LiveOptions
+
+    return LiveOptions(hosts_file=args.hosts, profile=args.profile if hasattr(args, "profile") else "quick",
+                       apply=getattr(args, "apply", False), allow_reboot=getattr(args, "allow_reboot", False),
+                       trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
+                       tomcat_home=args.tomcat_home, tomcat_tarball=getattr(args, "tomcat_tarball", None),
+                       tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port)
+
+
+def _cmd_run(args) -> int:
+    from .loadgen import get_profile
+    from .runner import run_path
+
+    get_profile(args.profile)
+    if args.allow_reboot and not args.apply:
+        raise UserError("--allow-reboot only makes sense with --apply")
+    steps = args.steps.split(",") if args.steps else None
+    run_path(_live_options(args), steps=steps, runs_dir=Path(args.runs_dir) if args.runs_dir else None,
+             build=not args.no_build, site_dir=Path(args.site_dir) if args.site_dir else None)
+    return 0
+
+
+def _cmd_restore(args) -> int:
+    from .runner import restore_host
+
+    done = restore_host(_live_options(args))
+    print("\n".join(done) if done else "nothing to restore: no saved state and no changed server.xml")
+    return 0
+
+
+def _host_args(sp) -> None:
+    from .tomcat import TOMCAT_VERSION
+
+    sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
+    sp.add_argument("--trust-new-hosts", action="store_true",
+                    help="accept and save host keys not yet in known_hosts (a changed key is still refused)")
+    sp.add_argument("--tomcat-home", default=f"~/apache-tomcat-{TOMCAT_VERSION}", help="Tomcat's directory on the server")
+    sp.add_argument("--http-port", type=int, default=8080, help="Tomcat's HTTP port")
+
+
 def make_parser() -> argparse.ArgumentParser:
     root = Path(__file__).resolve().parents[2]
     p = argparse.ArgumentParser(prog="tunepath", description=__doc__.split("\n")[0])
@@ -101,6 +145,24 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--destination", default=None, help="Hugo output dir (default: SITE_DIR/public)")
     sp.add_argument("--no-hugo", action="store_true", help="stop after data and charts")
     sp.set_defaults(func=_cmd_build)
+
+    sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
+    _host_args(sp)
+    sp.add_argument("--steps", default=None, help="comma-separated steps (default: all but the summary)")
+    sp.add_argument("--profile", default="quick", help="smoke (seconds, tests), quick (default), full (original)")
+    sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
+    sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
+    sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
+    sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
+    sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
+    sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")
+    sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
+    sp.add_argument("--no-build", action="store_true", help="record the run only")
+    sp.set_defaults(func=_cmd_run)
+
+    sp = sub.add_parser("restore", help="return the server to its saved original state")
+    _host_args(sp)
+    sp.set_defaults(func=_cmd_restore)
     return p
 
 

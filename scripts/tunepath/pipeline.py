@@ -6,8 +6,10 @@ A notebook stays a page of narrative around three calls::
     charts = pipeline.draw_charts(result, site_dir=...)
     pipeline.publish(result, charts, site_dir=...)
 
-In ``mode="replay"`` the step reads recorded runs; ``mode="live"`` (running the
-commands on real hosts through Fabric) is not available yet and says so.
+In ``mode="replay"`` the step reads recorded runs. In ``mode="live"`` :func:`step`
+first runs the step on the hosts of the inventory (through :mod:`tunepath.live`),
+recording into the run being recorded, then parses that run like any other; the site
+itself is rebuilt from all runs once the live run is complete.
 """
 
 from __future__ import annotations
@@ -33,9 +35,27 @@ MODES = ("replay", "live")
 def check_mode(mode: str) -> None:
     if mode not in MODES:
         raise TunepathError(f"unknown mode {mode!r}: use 'replay' (recorded runs) or 'live'")
+
+
+def step(name: str, mode: str, runs_dir, run_ids=None, hosts_file=None, profile: str = "quick",
+         apply: bool = False, allow_reboot: bool = False, **live_options) -> "StepResult":
+    """A notebook's one call: in live mode run the step and record it, then parse the run(s)."""
+    check_mode(mode)
     if mode == "live":
-        raise TunepathError("mode 'live' (running the steps on your hosts through Fabric) is not "
-                            "available in this version; use mode 'replay' to rebuild from runs/")
+        from .live import LiveOptions, run_step
+        from .recorder import INPROGRESS
+
+        if not run_ids:
+            raise TunepathError("live mode needs the id of the run being recorded (start it with "
+                                "`tunepath run` / scripts/run)")
+        options = LiveOptions(hosts_file=hosts_file, profile=profile, apply=apply,
+                              allow_reboot=allow_reboot, **live_options)
+        run_id = run_ids[0] if not isinstance(run_ids, str) else run_ids
+        run_step(name, runs_dir, run_id, options)
+        return replay_step(name, Path(runs_dir) / INPROGRESS, [run_id], allow_empty=True)
+    if name == "summary":
+        return replay_summary(runs_dir, run_ids)
+    return replay_step(name, runs_dir, run_ids)
 
 
 @dataclass
@@ -58,22 +78,30 @@ class StepResult:
 
 def _load(runs_dir, run_ids) -> list[Run]:
     store = RunStore(Path(runs_dir))
-    if run_ids is None or len(run_ids) == 0:
-        run_ids = store.run_ids()
     if isinstance(run_ids, str):
         run_ids = [r.strip() for r in run_ids.split(",") if r.strip()]
-    runs = store.load_all(list(run_ids))
+    if run_ids is None or len(run_ids) == 0:
+        # every run, except failed ones: they stay in runs/ as evidence, not on the pages
+        runs = [r for r in store.load_all() if r.record["status"] != "failed"]
+    else:
+        runs = store.load_all(list(run_ids))
+    # the published reference runs first (the pages' prose describes them), then live runs
+    runs.sort(key=lambda r: (r.kind != "reference", r.run_id))
     if not runs:
         raise TunepathError(f"no recorded runs in {runs_dir}: record one, or check runs_dir")
     return runs
 
 
-def replay_step(step: str, runs_dir, run_ids=None, mode: str = "replay") -> StepResult:
+def replay_step(step: str, runs_dir, run_ids=None, mode: str = "replay",
+                allow_empty: bool = False) -> StepResult:
     """Parse the recorded measurements of ``step`` from every selected run that has it."""
     check_mode(mode)
     get_step(step)
-    runs = [r for r in _load(runs_dir, run_ids) if step in r.steps()]
-    if not runs:
+    loaded = _load(runs_dir, run_ids)
+    runs = [r for r in loaded if step in r.steps()]
+    if not runs and allow_empty:
+        runs = loaded
+    elif not runs:
         raise TunepathError(f"none of the selected runs recorded step {step!r}")
     everything = measurements_frame(runs)
     return StepResult(step, runs, everything[everything.step == step].reset_index(drop=True), everything)
@@ -133,8 +161,12 @@ def notebook_links(step: str) -> dict:
     return {"ipynb": f"notebooks/{name}", "html": f"notebooks/{name.removesuffix('.ipynb')}.html"}
 
 
-def publish(result: StepResult, charts: list[chartlib.Chart], site_dir) -> Path:
-    """Write the step's Hugo data; returns the file written."""
+def publish(result: StepResult, charts: list[chartlib.Chart], site_dir, mode: str = "replay") -> Path | None:
+    """Write the step's Hugo data; returns the file written (nothing in live mode: the site
+    is rebuilt from every run once the live run is complete)."""
+    if mode == "live":
+        print("live mode: recorded in the run; the site is rebuilt from all runs when the run completes")
+        return None
     data_dir = Path(site_dir) / "data"
     chart_dicts = [c.to_dict() for c in charts]
     if result.step == "summary":

@@ -348,12 +348,14 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
         ]
     if step == "baseline":
+        offline = [] if len(ctx.baseline_cpus) >= ctx.total_cpus else [
+            Block("offline-cpus", "server",
+                  f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)} online and take every other CPU offline",
+                  _offline_all_but(ctx, ctx.baseline_cpus), disruptive=True)]
         return [
             _grub(ctx, "iommu-strict", "Align the IOMMU with stock Ubuntu (strict, translated) and reboot",
                   "iommu.strict=1 iommu.passthrough=0"),
-            Block("offline-cpus", "server",
-                  f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)} online and take every other CPU offline",
-                  _offline_all_but(ctx, ctx.baseline_cpus), disruptive=True),
+            *offline,
             _restart(ctx),
             *_load(ctx),
             Block("disable-access-log", "server", f"Remove this Valve from {home}/conf/server.xml",

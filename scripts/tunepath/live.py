@@ -1,0 +1,444 @@
+"""Live mode: run a step's plan on real hosts and record it.
+
+:func:`run_step` is what a notebook calls in ``mode="live"``. It opens the hosts of the
+inventory, checks that this run holds the server's lock, renders the step's plan
+(:func:`tunepath.steps.plan`) for the real hosts, and executes the blocks in order:
+
+- shell blocks run as written, on their host (``server`` or ``client``);
+- the XML blocks are the server.xml the variant configures (applied from the backup);
+- disruptive blocks run only with ``apply`` and a passing preflight; otherwise they are
+  recorded as dry-run or skipped, with the reason, and so is the variant that needed them;
+- each measured variant: configure, restart Tomcat, wait for readiness, warm up, sample
+  CPU on every host, measure, sample again; raw stdout, stderr and exit status recorded.
+
+A failure or interrupt inside a step restores what the step changed: CPUs, NIC queues,
+server.xml, and Tomcat is stopped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .errors import TunepathError
+from .facts import cpu_sample, cpu_utilisation, gather_facts
+from .hosts import Host, Inventory, connect, load_inventory
+from .hoststate import (REBOOT_BLOCKS, check_lock, preflight, restore, save_original_state,
+                        wait_for_reboot)
+from .loadgen import LoadTool, detect, get_profile
+from .recorder import Masker, RunRecorder
+from .steps import HostContext, get_step, parse_cpu_list, plan, variant_config, verify_command
+from .tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat
+
+__all__ = ["LiveOptions", "Session", "run_step", "live_context", "progress"]
+
+DISRUPTIVE_NEEDS = {
+    "baseline": {"stock": ["iommu-strict", "offline-cpus"]},
+    "nic-queues": {"queues-8": ["set-queues"]},
+    "numa": {"numa-local": ["move-cpus"]},
+    "iommu": {"iommu-passthrough": ["iommu-passthrough", "move-cpus", "set-queues"]},
+}
+# blocks whose failure to run does not invalidate the measurement (the baseline still
+# measures on a host whose IOMMU or CPU count cannot be aligned: the page says so)
+OPTIONAL = {("baseline", "iommu-strict"), ("baseline", "offline-cpus")}
+
+
+def progress(message: str) -> None:
+    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+@dataclass
+class LiveOptions:
+    hosts_file: str | None = None
+    profile: str = "quick"
+    apply: bool = False
+    allow_reboot: bool = False
+    trust_new_hosts: bool = False
+    mask_hosts: bool = False
+    tomcat_home: str = f"~/apache-tomcat-{TOMCAT_VERSION}"
+    tomcat_tarball: str | None = None
+    tomcat_url: str | None = None
+    http_port: int = 8080
+
+
+@dataclass
+class Session:
+    """The open hosts of one step's execution."""
+
+    run_id: str
+    options: LiveOptions
+    inventory: Inventory
+    server: Host
+    clients: list[Host]
+    recorder: RunRecorder
+    tool: LoadTool
+    tomcat: Tomcat
+    ctx: HostContext
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def client(self) -> Host:
+        return self.clients[0]
+
+    def host(self, role: str) -> Host:
+        return self.server if role == "server" else self.client
+
+    def close(self) -> None:
+        for h in [self.server, *self.clients]:
+            h.close()
+
+
+def _node_cpus(server: Host, node: int) -> list[int]:
+    r = server.run(f"cat /sys/devices/system/node/node{node}/cpulist 2>/dev/null", check=False, timeout=15)
+    return parse_cpu_list(r.stdout.strip()) if r.stdout.strip() else []
+
+
+def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions,
+                 same_machine: bool, server_address: str) -> HostContext:
+    """The step commands' parameters for these real hosts and this profile."""
+    profile, smoke = get_profile(options.profile), get_profile("smoke")
+    online = parse_cpu_list(facts.get("cpus_online") or "0")
+    n = min(8, len(online))
+    nic = facts.get("nic") or {}
+    node = nic.get("numa_node")
+    numa_cpus = _node_cpus(server, node)[:n] if isinstance(node, int) and node >= 0 else []
+    threads = max(1, min(profile.threads, tool.client_cpus))
+    scale = threads / profile.threads
+    return HostContext(
+        tomcat_home=options.tomcat_home, tomcat_version=TOMCAT_VERSION,
+        server_address=server_address, port=options.http_port,
+        total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(online[:n]),
+        numa_cpus=tuple(numa_cpus or online[:n]), nic=nic.get("name") or "${net}", nic_queues=n,
+        load_generator=tool.binary.rsplit("/", 1)[-1], threads=threads,
+        connections=max(threads, round(profile.connections * scale)), rate=max(1, round(profile.rate * scale)),
+        duration_s=profile.duration_s, smoke_threads=1, smoke_connections=smoke.connections,
+        smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
+        open_loop=tool.open_loop, latency_flag=True)
+
+
+def open_session(run_id: str, runs_dir: Path, options: LiveOptions) -> Session:
+    inventory = load_inventory(options.hosts_file)
+    server = connect(inventory.server, inventory, options.trust_new_hosts)
+    clients = [connect(c, inventory, options.trust_new_hosts) for c in inventory.clients]
+    check_lock(server, run_id)
+    recorder = RunRecorder.resume(runs_dir, run_id, masker=masker_for(inventory, options))
+    tool = detect(clients[0])
+    facts = recorder.record["hosts"]["server"]["facts"]
+    address = "127.0.0.1" if inventory.same_machine or inventory.server.local else inventory.server.host
+    ctx = live_context(server, facts, tool, options, inventory.same_machine, address)
+    tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
+    return Session(run_id, options, inventory, server, clients, recorder, tool, tomcat, ctx, facts)
+
+
+def _expand_home(server: Host, home: str) -> str:
+    if home.startswith("~"):
+        h = server.run("echo $HOME", timeout=15).stdout.strip()
+        return h + home[1:]
+    return home
+
+
+def masker_for(inventory: Inventory, options: LiveOptions) -> Masker:
+    if not options.mask_hosts:
+        return Masker()
+    pairs = {}
+    for i, spec in enumerate([inventory.server, *inventory.clients]):
+        name = "server" if i == 0 else f"client-{i}"
+        if not spec.local:
+            pairs[spec.host] = name
+            if spec.user:
+                pairs[f"{spec.user}@"] = ""
+    pairs[platform.node()] = "controller"
+    return Masker(pairs)
+
+
+# --- recording a new run --------------------------------------------------------------
+def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
+    """Connect (checking host keys), take the lock, gather facts, and open the run record."""
+    from .hoststate import acquire_lock
+
+    inventory = load_inventory(options.hosts_file)
+    server = connect(inventory.server, inventory, options.trust_new_hosts)
+    clients = [connect(c, inventory, options.trust_new_hosts) for c in inventory.clients]
+    try:
+        name = server.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip() or "server"
+        tool = detect(clients[0])
+        tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
+        facts, missing = gather_facts(server, tomcat.installed_version(), None, "server")
+        cfacts, cmissing = gather_facts(clients[0], None, {"name": tool.name, "version": tool.version}, "client")
+        from .recorder import new_run_id
+
+        masker = masker_for(inventory, options)
+        server_name = "server" if options.mask_hosts else name
+        run_id = new_run_id(server_name)
+        same = inventory.same_machine
+        record = {
+            "run_id": run_id, "kind": "live", "status": "partial",
+            "label": f"{server_name}, live run ({options.profile} profile)"
+                     + (", server and client on one machine" if same else ""),
+            "date": dt.date.today().isoformat(), "date_note": "",
+            "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
+                      f"apply={options.apply}",
+            "same_machine": same, "profile": options.profile, "apply": options.apply,
+            "hosts": {
+                "server": {"name": server_name, "description": _describe(facts, same), "facts": facts,
+                           "facts_missing": missing},
+                "client": {"name": "server" if same else ("client-1" if options.mask_hosts else
+                                                          clients[0].run("hostname -s", timeout=15).stdout.strip()),
+                           "description": f"{tool.name} ({tool.version or 'version unknown'}) on "
+                                          f"{cfacts.get('cpus')} CPUs" + (" — the same machine" if same else ""),
+                           "facts": cfacts, "facts_missing": cmissing},
+            },
+            "notes": _notes(tool, same),
+        }
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        recorder = RunRecorder(runs_dir, record, masker)
+        acquire_lock(server, run_id)
+        recorder.record["context"] = live_context(server, facts, tool, options, same,
+                                                  "127.0.0.1" if same else inventory.server.host).to_dict()
+        recorder.save()
+        return recorder, inventory
+    finally:
+        for h in [server, *clients]:
+            h.close()
+
+
+def _describe(facts: dict, same: bool) -> str:
+    parts = [facts.get("cpu_model") or "CPU model unknown", f"{facts.get('cpus')} CPUs",
+             f"kernel {facts.get('kernel')}", facts.get("os") or ""]
+    text = ", ".join(p for p in parts if p)
+    return text + ("; server and client on one machine over loopback — not a benchmark host" if same else "")
+
+
+def _notes(tool: LoadTool, same: bool) -> list:
+    notes = []
+    if same:
+        notes.append({"text": "Server and client ran on one machine over loopback: they compete for the same "
+                              "CPUs, and no NIC is involved. These figures show that the path works, not what "
+                              "a server can do."})
+    if not tool.open_loop:
+        notes.append({"text": "Measured with Debian's wrk because wrk2 is absent on the client: wrk is closed "
+                              "loop (no constant offered rate, no coordinated-omission correction), so its "
+                              "latencies understate what an open workload would see."})
+    return notes
+
+
+# --- executing a step ---------------------------------------------------------------------
+@contextmanager
+def step_guard(session: Session, step: str):
+    """Restore what the step changed when it fails or is interrupted."""
+    try:
+        yield
+    except BaseException as exc:
+        progress(f"{step}: {type(exc).__name__}: restoring the server")
+        cleanup(session.server, session.tomcat, session.clients, session.run_id)
+        if session.options.apply:
+            for line in restore(session.server):
+                progress(f"{step}: restored {line}")
+        message = str(exc) or type(exc).__name__
+        session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,
+                              command=getattr(exc, "result", None) and exc.result.command)
+        raise
+
+
+def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
+    """Stop load generators and Tomcat, and put server.xml back. Safe to call twice."""
+    for c in clients:
+        try:
+            c.kill_group(f"~/.tunepath/load-{run_id}.pid".replace("~", c.run("echo $HOME", timeout=15).stdout.strip()))
+        except TunepathError:
+            pass
+    try:
+        tomcat.stop()
+    except TunepathError:
+        pass
+    tomcat.restore_config()
+
+
+def _run_block(session: Session, step: str, block, *, record: bool = True, timeout: float = 600):
+    host = session.host(block.host)
+    result = host.run(block.text, timeout=timeout, check=False, as_written=True)
+    if record:
+        session.recorder.block(step, block.id, block.host, block.text, "ran", exit_status=result.exited,
+                               duration_s=round(result.duration_s, 3))
+    if not result.ok:
+        from .hosts import CommandFailed
+
+        raise CommandFailed(result, "see the run record for the command's output")
+    return result
+
+
+def _disruptive(session: Session, step: str, block) -> tuple[bool, str]:
+    """Run a disruptive block if allowed; returns (changed, reason-if-not)."""
+    opts = session.options
+    check = preflight(session.server, block, session.facts, session.inventory.same_machine)
+    if not check.ok:
+        session.recorder.block(step, block.id, block.host, block.text, "skipped", reason=check.reason)
+        return False, check.reason
+    if not opts.apply:
+        reason = "dry-run: disruptive, needs apply (scripts/run --apply)"
+        session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
+        progress(f"{step}: dry-run {block.id}:\n{block.text}")
+        return False, reason
+    if block.id in REBOOT_BLOCKS and not opts.allow_reboot:
+        reason = "needs a reboot: rerun with allow_reboot"
+        session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
+        return False, reason
+    save_original_state(session.server, session.facts)
+    if block.id in REBOOT_BLOCKS:
+        # the reboot ends the SSH session: run the GRUB part, reboot, reconnect, verify
+        grub, _, _ = block.text.partition("\nsudo update-grub")
+        session.server.run(grub, timeout=60, as_written=True)
+        session.server.run("sudo update-grub", timeout=300, as_written=True)
+        session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
+        session.server.close()
+        wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
+        cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted)
+        session.server = connect(session.inventory.server, session.inventory)
+        session.tomcat.host = session.server
+        session.recorder.block(step, block.id, block.host, block.text, "ran", kernel_cmdline=cmdline)
+        return True, ""
+    _run_block(session, step, block)
+    return True, ""
+
+
+def _verify(session: Session, step: str) -> None:
+    for name in get_step(step).verifications:
+        cmd = verify_command(name, session.ctx)
+        r = session.server.run(cmd, check=False, timeout=60, as_written=True)
+        if r.exited == 0 and r.stdout.strip():
+            session.recorder.verification(step, name, "server", cmd, r.stdout)
+        else:
+            session.recorder.block(step, f"verify-{name}", "server", cmd, "skipped",
+                                   reason=(r.stderr.strip().splitlines() or ["no output"])[-1])
+
+
+def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> None:
+    rec, tomcat, opts = session.recorder, session.tomcat, session.options
+    config = variant_config(step, variant, session.ctx)
+    if opts.http_port != 8080:
+        config = replace(config, connector={**config.connector, "port": str(opts.http_port)})
+    progress(f"{step}/{variant}: configuring Tomcat ({config.describe()})")
+    tomcat.configure(config)
+    blocks = {b.id: b for b in plan(step, session.ctx)}
+    restart = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
+    _run_block(session, step, restart, timeout=120)
+    waited = tomcat.wait_ready(120)
+    nofile = session.server.run(f"grep 'Max open files' /proc/{tomcat.pid()}/limits | awk '{{print $4}}'",
+                                check=False, timeout=15).stdout.strip()
+    if nofile.isdigit() and int(nofile) < session.ctx.nofile:
+        rec.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below {session.ctx.nofile}); "
+                 f"`ulimit -n {session.ctx.nofile} && startup.sh` would have started nothing here")
+    progress(f"{step}/{variant}: Tomcat ready after {waited:.1f} s")
+    if "warm-up" in blocks and not smoke:
+        progress(f"{step}/{variant}: warm-up {session.ctx.warmup_s} s")
+        _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60)
+    load = blocks["smoke-test"] if smoke else blocks["load"]
+    duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
+    progress(f"{step}/{variant}: measuring for {duration} s with {session.tool.name}")
+    hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
+    before = [cpu_sample(h) for h in hosts]
+    cpu0 = tomcat.cpu_seconds()
+    pidfile = f"{session.client.run('echo $HOME', timeout=15).stdout.strip()}/.tunepath/load-{session.run_id}.pid"
+    session.client.run("mkdir -p ~/.tunepath", timeout=15)
+    result = session.client.run(load.text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True)
+    cpu1 = tomcat.cpu_seconds()
+    after = [cpu_sample(h) for h in hosts]
+    util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a)
+            for i, (b, a) in enumerate(zip(before, after))}
+    if session.inventory.same_machine:
+        util["client"] = "same machine as the server"
+    rec.block(step, load.id, "client", load.text, "ran", exit_status=result.exited,
+              duration_s=round(result.duration_s, 3))
+    rec.measurement(step, variant, result.stdout, result.stderr, result.exited, load.text, session.tool.name,
+                    cpus_online=session.facts.get("cpus_online"), config=config.to_dict(),
+                    cpu_utilisation=util,
+                    tomcat_cpu_s=round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None,
+                    nofile=int(nofile) if nofile.isdigit() else None, ready_after_s=round(waited, 2))
+    if not result.ok:
+        from .hosts import CommandFailed
+
+        raise CommandFailed(result, "the load generator failed; its output is recorded in the run")
+    tomcat.stop()
+
+
+def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
+    """Execute ``step`` live and record it into the run being recorded."""
+    get_step(step)
+    if step == "summary":
+        return
+    session = open_session(run_id, Path(runs_dir), options)
+    rec = session.recorder
+    try:
+        with step_guard(session, step):
+            progress(f"{step}: on {session.server.name} (client {session.client.name}, {session.tool.name}, "
+                     f"profile {options.profile})")
+            if step == "setup":
+                _setup(session)
+                return
+            blocked: dict[str, str] = {}
+            for block in plan(step, session.ctx):
+                if block.disruptive:
+                    changed, reason = _disruptive(session, step, block)
+                    if not changed and (step, block.id) not in OPTIONAL:
+                        blocked[block.id] = reason
+                elif block.id in ("numa-topology", "nic-node", "show-queues"):
+                    check = preflight(session.server, block, session.facts, session.inventory.same_machine)
+                    if check.ok:
+                        r = _run_block(session, step, block, timeout=60)
+                        session.recorder.verification(step, block.id, "server", block.text, r.stdout)
+                    else:
+                        rec.block(step, block.id, block.host, block.text, "skipped", reason=check.reason)
+                elif block.host == "server" and block.lang == "bash" and block.id not in (
+                        "restart-tomcat", "start-tomcat"):
+                    _run_block(session, step, block)
+            _verify(session, step)
+            for variant in get_step(step).variants:
+                needs = DISRUPTIVE_NEEDS.get(step, {}).get(variant.name, [])
+                missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
+                if missing:
+                    rec.skipped(step, variant.name, "; ".join(missing),
+                                commands=[b.text for b in plan(step, session.ctx) if b.id in needs])
+                    progress(f"{step}/{variant.name}: skipped ({'; '.join(missing)})")
+                    continue
+                _measure(session, step, variant.name)
+            cleanup(session.server, session.tomcat, session.clients, run_id)
+    finally:
+        session.close()
+
+
+def _setup(session: Session) -> None:
+    rec, tomcat, opts, step = session.recorder, session.tomcat, session.options, "setup"
+    blocks = {b.id: b for b in plan(step, session.ctx)}
+    java = tomcat.check_java()
+    rec.block(step, "install-jdk", "server", blocks["install-jdk"].text, "skipped",
+              reason=f"a JDK is present: {java}")
+    tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
+    progress(f"setup: installing Tomcat {TOMCAT_VERSION} into {tomcat.home}")
+    version = tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
+    rec.block(step, "install-tomcat", "server", blocks["install-tomcat"].text, "ran",
+              how=("uploaded " + tarball.name + " through Fabric, SHA-512 verified") if tarball
+              else "fetched on the server, SHA-512 verified", version=version)
+    hosts = rec.record["hosts"]["server"]
+    hosts["facts"]["tomcat_version"] = version
+    hosts["facts_missing"].pop("tomcat_version", None)
+    rec.save()
+    if not session.inventory.same_machine:
+        tomcat.open_examples()
+        rec.block(step, "open-examples", "server", blocks["open-examples"].text, "ran")
+    else:
+        rec.block(step, "open-examples", "server", blocks["open-examples"].text, "skipped",
+                  reason="the client is on the server: the examples webapp already admits it")
+    rec.block(step, "build-wrk2", "client", blocks["build-wrk2"].text,
+              "skipped", reason=("wrk2 is installed" if session.tool.open_loop else
+                                 "no internet to build wrk2 here: Debian's wrk is used instead"))
+    r = session.server.run(verify_command("tomcat-version", session.ctx), check=False, timeout=60)
+    if r.ok:
+        rec.verification(step, "tomcat-version", "server", verify_command("tomcat-version", session.ctx), r.stdout)
+    _measure(session, step, "smoke", smoke=True)
+    cleanup(session.server, session.tomcat, session.clients, session.run_id)

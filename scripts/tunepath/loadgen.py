@@ -1,0 +1,95 @@
+"""The load generator on a client: which tool, which profile, the exact command.
+
+wrk2 (open loop: a constant offered rate, latency corrected for coordinated omission) is
+used where the client has it; otherwise Debian's wrk (closed loop: each connection sends
+its next request when the previous answer arrives, so the server sets the pace and the
+latencies omit queueing that a real open workload would see). Every measurement records
+which tool produced it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import TunepathError
+from .hosts import Host
+
+__all__ = ["Profile", "PROFILES", "LoadTool", "detect", "load_command", "get_profile"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    warmup_s: int          # JIT warm-up before the measurement (Tomcat needs 15–20 s to settle)
+    duration_s: int        # the measured run
+    threads: int           # wanted; capped at the client's CPUs
+    connections: int       # wanted; scaled with the threads actually used
+    rate: int              # offered rate for wrk2 (req/s); wrk ignores it
+    description: str
+
+
+PROFILES = {
+    "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
+                     "seconds per variant, for tests: proves the machinery, measures nothing"),
+    "quick": Profile("quick", 15, 15, 2, 64, 20000,
+                     "the default: the whole path in a few minutes on a laptop"),
+    "full": Profile("full", 30, 60, 128, 1280, 500000,
+                    "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs"),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise TunepathError(f"unknown profile {name!r}: use one of {', '.join(PROFILES)}") from None
+
+
+@dataclass(frozen=True)
+class LoadTool:
+    name: str              # "wrk2" or "wrk"
+    binary: str            # what to run
+    version: str | None
+    client_cpus: int
+
+    @property
+    def open_loop(self) -> bool:
+        return self.name == "wrk2"
+
+
+def detect(host: Host) -> LoadTool:
+    """Find wrk2 (as ``wrk2``, or a ``wrk`` whose usage lists ``--rate``), else Debian's wrk."""
+    r = host.run("for b in wrk2 wrk; do p=$(command -v $b) && { echo \"bin=$p\"; $p -v 2>&1 | head -1; "
+                 "$p 2>&1 | grep -q -- '--rate' && echo rate=yes; }; done; echo cpus=$(nproc)",
+                 check=False, timeout=30)
+    out = r.stdout
+    cpus = int(re.search(r"cpus=(\d+)", out).group(1)) if re.search(r"cpus=(\d+)", out) else 1
+    blocks = re.split(r"(?m)^bin=", out)[1:]
+    found = []
+    for b in blocks:
+        path = b.splitlines()[0].strip()
+        version = next((ln.strip() for ln in b.splitlines()[1:2] if ln.startswith("wrk")), None)
+        found.append((path, version, "rate=yes" in b))
+    for path, version, rate in found:
+        if rate:
+            return LoadTool("wrk2", path, version, cpus)
+    for path, version, _ in found:
+        return LoadTool("wrk", path, version, cpus)
+    raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed: build wrk2 (setup step) or "
+                        "install Debian's wrk (apt-get install wrk)")
+
+
+def load_command(tool: LoadTool, profile: Profile, url: str, duration_s: int | None = None,
+                 nofile: int = 65535, latency: bool = True) -> str:
+    """The client command, scaled to the client: threads ≤ its CPUs, connections in proportion."""
+    threads = max(1, min(profile.threads, tool.client_cpus))
+    connections = max(threads, round(profile.connections * threads / profile.threads))
+    d = duration_s if duration_s is not None else profile.duration_s
+    parts = [tool.binary, f"-t{threads}", f"-c{connections}", f"-d{d}"]
+    if tool.open_loop:
+        parts.append(f"-R{round(profile.rate * threads / profile.threads)}")
+    if latency:
+        parts.append("--latency")
+    parts.append(url)
+    return f'ulimit -n {nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; ' + " ".join(parts)
