@@ -77,13 +77,22 @@ def _cmd_build(args) -> int:
     return 0
 
 
+def _abs(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise UserError(f"{what} {path}: no such file")
+    return str(p)
+
+
 def _live_options(args):
     from .live import LiveOptions
 
-    return LiveOptions(hosts_file=args.hosts, profile=args.profile if hasattr(args, "profile") else "quick",
+    return LiveOptions(hosts_file=_abs(args.hosts, "inventory"), profile=args.profile if hasattr(args, "profile") else "quick",
                        apply=getattr(args, "apply", False), allow_reboot=getattr(args, "allow_reboot", False),
                        trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
-                       tomcat_home=args.tomcat_home, tomcat_tarball=getattr(args, "tomcat_tarball", None),
+                       tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
                        tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port)
 
 

@@ -381,6 +381,7 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             if step == "setup":
                 _setup(session)
                 return
+            _ensure_tomcat(session, step)
             blocked: dict[str, str] = {}
             for block in plan(step, session.ctx):
                 if block.disruptive:
@@ -410,6 +411,20 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             cleanup(session.server, session.tomcat, session.clients, run_id)
     finally:
         session.close()
+
+
+def _ensure_tomcat(session: Session, step: str) -> None:
+    """A step run without the setup step still needs Tomcat: install it, or say how."""
+    if session.tomcat.installed_version():
+        return
+    opts = session.options
+    if not (opts.tomcat_tarball or opts.tomcat_url):
+        raise TunepathError(f"on {session.server.name}: Tomcat is not installed at {session.tomcat.home}: run "
+                            "the setup step first, or give --tomcat-tarball / --tomcat-url")
+    tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
+    version = session.tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
+    session.recorder.block(step, "install-tomcat", "server", "(the setup step's install-tomcat block)", "ran",
+                           how="Tomcat was missing: installed before the step", version=version)
 
 
 def _setup(session: Session) -> None:
