@@ -361,14 +361,17 @@ class SSHHost(Host):
                              timeout, timed_out)
 
     def put(self, local: Path, remote: str) -> None:
-        if remote.startswith("~/"):
-            remote = remote[2:]
-        self.conn.put(str(local), remote)
+        try:
+            self.conn.put(str(local), remote[2:] if remote.startswith("~/") else remote)
+        except Exception as exc:   # paramiko's SFTP errors
+            raise TunepathError(f"on {self.name}: uploading {local} to {remote} failed ({exc or type(exc).__name__}); "
+                                "is SFTP enabled in the host's sshd (Subsystem sftp)?") from None
 
     def get(self, remote: str, local: Path) -> None:
-        if remote.startswith("~/"):
-            remote = remote[2:]
-        self.conn.get(remote, str(local))
+        try:
+            self.conn.get(remote[2:] if remote.startswith("~/") else remote, str(local))
+        except Exception as exc:
+            raise TunepathError(f"on {self.name}: downloading {remote} failed ({exc or type(exc).__name__})") from None
 
     def close(self) -> None:
         self.conn.close()

@@ -150,9 +150,7 @@ def masker_for(inventory: Inventory, options: LiveOptions) -> Masker:
         name = "server" if i == 0 else f"client-{i}"
         if not spec.local:
             pairs[spec.host] = name
-            if spec.user:
-                pairs[f"{spec.user}@"] = ""
-    pairs[platform.node()] = "controller"
+    pairs[platform.node()] = "server" if inventory.server.local else "controller"
     return Masker(pairs)
 
 

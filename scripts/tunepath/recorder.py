@@ -33,16 +33,18 @@ class Masker:
     """Replaces host names and addresses by role names in everything a run records."""
 
     def __init__(self, replacements: dict[str, str] | None = None):
-        # longest first, so "host.example" is replaced before "host"
-        self.pairs = sorted(((k, v) for k, v in (replacements or {}).items() if k and k != v),
-                            key=lambda kv: -len(kv[0]))
+        # longest first, so "host.example" is replaced before "host"; whole names only, so
+        # masking a host called "vm" leaves "JVM" alone
+        self.pairs = [(re.compile(rf"(?<![\w.-]){re.escape(k)}(?![\w-]|\.\w)"), v)
+                      for k, v in sorted(((k, v) for k, v in (replacements or {}).items() if k and k != v),
+                                         key=lambda kv: -len(kv[0]))]
 
     def __call__(self, value):
         if not self.pairs:
             return value
         if isinstance(value, str):
-            for old, new in self.pairs:
-                value = value.replace(old, new)
+            for pattern, new in self.pairs:
+                value = pattern.sub(new, value)
             return value
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}

@@ -186,11 +186,11 @@ def variant_config(step: str, variant: str, ctx: "HostContext | None" = None) ->
     ctx = ctx or HostContext()
     key = (step, variant)
     if key in (("setup", "smoke"), ("baseline", "stock")):
-        return TomcatConfig(port=ctx.port)
+        return TomcatConfig()
     if key == ("baseline", "access-log-off"):
-        return TomcatConfig(access_log=False, port=ctx.port)
+        return TomcatConfig(access_log=False)
     if key in MEASURED_SEQUENCE:
-        return TomcatConfig(access_log=False, connector=thread_connector(ctx), port=ctx.port)
+        return TomcatConfig(access_log=False, connector=thread_connector(ctx))
     raise TunepathError(f"step {step!r} has no variant {variant!r}")
 
 

@@ -49,7 +49,7 @@ class TomcatConfig:
     connector: dict[str, str] = field(default_factory=dict)
     executor: dict[str, str] | None = None
     jvm_options: tuple[str, ...] = ()
-    port: int = 8080
+    port: int = 8080          # the HTTP Connector's port in the original server.xml
 
     def describe(self) -> str:
         parts = []
@@ -128,7 +128,7 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
         service.insert(list(service).index(conn), execu)
         conn.set("executor", name)
     text = prolog + ET.tostring(root, encoding="unicode") + "\n"
-    validate_server_xml(text, config.port)
+    validate_server_xml(text, int(config.connector.get("port", config.port)))
     return text
 
 

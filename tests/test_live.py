@@ -1,0 +1,211 @@
+"""Live mode with real parts: OpenSSH on loopback, Fabric, Tomcat 11, wrk on this machine.
+
+Nothing here is mocked: a real sshd with throwaway keys, the real Tomcat tarball (fetched
+by scripts/bootstrap --system), the real load generator. The runs use the smoke profile.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from sshd import SSHD, free_port, keygen, start_sshd
+from tunepath.errors import TunepathError
+from tunepath.hosts import HostKeyError, LocalHost, connect, load_inventory
+from tunepath.live import LiveOptions
+from tunepath.runner import run_path
+from tunepath.runstore import FACT_KEYS, RunStore
+from tunepath.steps import plan
+
+pytestmark = pytest.mark.live
+TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+SECRET = "s3cret-sudo-never-published"
+
+
+def _need_parts():
+    missing = [what for what, ok in (("sshd", SSHD.exists()), ("wrk", shutil.which("wrk") or shutil.which("wrk2")),
+                                     ("java", shutil.which("java")), ("Tomcat tarball", TARBALL.exists()))
+               if not ok]
+    if missing:
+        msg = f"live tests need {', '.join(missing)} (scripts/bootstrap --system installs them)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    _need_parts()
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def ssh_run(sshd, tmp_path_factory):
+    """One live run of setup + baseline through SSH (smoke profile)."""
+    tmp = tmp_path_factory.mktemp("ssh-run")
+    known = tmp / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    options = LiveOptions(hosts_file=str(sshd.inventory(known)), profile="smoke",
+                          tomcat_home=str(tmp / "tc" / "apache-tomcat-11.0.10"), tomcat_tarball=str(TARBALL),
+                          http_port=free_port())
+    os.environ["TUNEPATH_SUDO_PASSWORD"] = SECRET
+    try:
+        path = run_path(options, steps=["setup", "baseline"], runs_dir=tmp / "runs", build=False)
+    finally:
+        os.environ.pop("TUNEPATH_SUDO_PASSWORD", None)
+    return RunStore(tmp / "runs").load(path.name), options, sshd
+
+
+def test_live_run_over_ssh_records_measurements_and_facts(ssh_run):
+    run, options, _ = ssh_run
+    rec = run.record
+    assert rec["kind"] == "live" and rec["status"] == "complete"
+    assert rec["same_machine"] is True and "one machine" in rec["label"]
+    got = [(m.step, m.variant) for m in run.measurements]
+    assert got == [("setup", "smoke"), ("baseline", "stock"), ("baseline", "access-log-off"), ("baseline", "threads")]
+    from tunepath.parser import parse_file
+
+    for m in run.measurements:
+        report = parse_file(m.stdout)
+        assert report.requests and report.requests > 0, m
+        assert m.exit_status == 0 and m.tool in ("wrk", "wrk2")
+        assert f":{options.http_port}/examples/servlets/servlet/HelloWorldExample" in m.command
+    entries = rec["measurements"]
+    assert all(e["cpu_utilisation"]["server"]["busy"] > 0 for e in entries)
+    assert all(e["nofile"] and e["tomcat_cpu_s"] is not None for e in entries)
+    facts = rec["hosts"]["server"]["facts"]
+    assert set(FACT_KEYS) <= set(facts)
+    assert facts["tomcat_version"] == "11.0.10" and "version" in facts["java_version"]
+    assert rec["hosts"]["client"]["facts"]["load_generator"]["name"] in ("wrk", "wrk2")
+    assert sorted(p.name for p in (run.path / "notebooks").glob("*.ipynb")) == ["01-setup.ipynb", "02-baseline.ipynb"]
+
+
+def test_recorded_commands_are_the_plan(ssh_run):
+    run, _, _ = ssh_run
+    blocks = run.record["blocks"]
+    assert any(b["block"] == "load" and b["outcome"] == "ran" for b in blocks)
+    for b in blocks:
+        planned = {p.id: p.text for p in plan(b["step"], run.context)}
+        if b["block"] in planned:
+            assert b["text"] == planned[b["block"]], b["block"]
+
+
+def test_tomcat_stopped_and_server_xml_restored_after_the_run(ssh_run):
+    _, options, _ = ssh_run
+    home = Path(options.tomcat_home)
+    assert (home / "conf" / "server.xml").read_bytes() == (home / "conf" / "server.xml.tunepath-orig").read_bytes()
+    assert not (home / "temp" / "tomcat.pid").exists()
+    assert subprocess.run(["pgrep", "-f", f"catalina.base={home}"], capture_output=True).returncode == 1
+
+
+def test_no_secret_in_the_run(ssh_run):
+    run, _, sshd = ssh_run
+    key_body = [ln for ln in sshd.user_key.read_text().splitlines() if ln and "PRIVATE KEY" not in ln]
+    for path in run.path.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert SECRET not in text, path
+            assert "PRIVATE KEY" not in text, path
+            assert not any(line in text for line in key_body), path
+
+
+def test_changed_host_key_is_refused_and_nothing_is_written(sshd, tmp_path):
+    other = keygen(tmp_path / "other")
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line(Path(f"{other}.pub")))
+    options = LiveOptions(hosts_file=str(sshd.inventory(known, tmp_path / "hosts.toml")), profile="smoke",
+                          tomcat_home=str(tmp_path / "tc"), tomcat_tarball=str(TARBALL))
+    with pytest.raises(HostKeyError, match=r"host key differs .* Nothing was run"):
+        run_path(options, steps=["baseline"], runs_dir=tmp_path / "runs", build=False)
+    assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
+    assert not (tmp_path / "tc").exists()
+
+
+def test_unknown_host_is_refused_unless_trusted(sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    inventory = load_inventory(sshd.inventory(known, tmp_path / "hosts.toml"))
+    with pytest.raises(HostKeyError, match="host key unknown"):
+        connect(inventory.server, inventory)
+    with connect(inventory.server, inventory, trust_new_hosts=True) as host:
+        assert host.run("echo ok").stdout.strip() == "ok"
+    assert known.read_text().strip().endswith(sshd.host_pub.read_text().split()[1])
+    with connect(inventory.server, inventory) as host:       # now known: no option needed
+        assert host.run("true").ok
+
+
+def test_remote_command_outliving_its_timeout_is_ended_on_the_host(sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    inventory = load_inventory(sshd.inventory(known, tmp_path / "hosts.toml"))
+    marker = f"tunepath-timeout-{os.getpid()}"
+    with connect(inventory.server, inventory) as host:
+        result = host.run(f"exec -a {marker} sleep 60", timeout=2, check=False)
+    assert result.timed_out or result.exited == 124
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+
+
+def test_sigint_during_measurement_restores_and_keeps_published_data(tmp_path):
+    _need_parts()
+    home = tmp_path / "tc" / "apache-tomcat-11.0.10"
+    site = tmp_path / "site"
+    (site / "data" / "steps").mkdir(parents=True)
+    (site / "data" / "steps" / "baseline.json").write_text('{"published": true}\n')
+    before = hashlib.sha256((site / "data" / "steps" / "baseline.json").read_bytes()).hexdigest()
+    runs = tmp_path / "runs"
+    port = free_port()
+    pidfiles = set(glob.glob(os.path.expanduser("~/.tunepath/load-*.pid")))
+    proc = subprocess.Popen([str(ROOT / ".venv" / "bin" / "tunepath"), "run", "--steps", "baseline",
+                             "--profile", "smoke", "--tomcat-home", str(home), "--tomcat-tarball", str(TARBALL),
+                             "--http-port", str(port), "--runs-dir", str(runs), "--site-dir", str(site)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:           # wait until a measurement is running
+        if set(glob.glob(os.path.expanduser("~/.tunepath/load-*.pid"))) - pidfiles:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"run ended before the measurement: {proc.stdout.read()}")
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("no measurement started within 180 s")
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert (home / "conf" / "server.xml").read_bytes() == (home / "conf" / "server.xml.tunepath-orig").read_bytes()
+    assert subprocess.run(["pgrep", "-f", f"catalina.base={home}"], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-f", f"127.0.0.1:{port}/"], capture_output=True).returncode == 1
+    assert hashlib.sha256((site / "data" / "steps" / "baseline.json").read_bytes()).hexdigest() == before
+    assert not (site / "public").exists()
+    [run_dir] = [p for p in runs.iterdir() if p.name.startswith("live-")]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed" and record["error"]["message"] == "interrupted"
+    assert not Path(os.path.expanduser("~/.tunepath/lock")).exists()
+
+
+def test_failed_step_is_recorded_with_host_and_command(tmp_path):
+    _need_parts()
+    home = tmp_path / "no-tomcat"
+    with pytest.raises(TunepathError, match="recorded as failed") as info:
+        run_path(LiveOptions(profile="smoke", tomcat_home=str(home)), steps=["baseline"],
+                 runs_dir=tmp_path / "runs", build=False)
+    assert "Tomcat is not installed" in str(info.value)
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed" and record["error"]["step"] == "baseline"
+    assert "Tomcat is not installed" in record["error"]["message"]
+    assert (run_dir / "notebooks" / "02-baseline.ipynb").is_file()
+    assert RunStore(tmp_path / "runs").load(run_dir.name).record["status"] == "failed"
