@@ -69,7 +69,8 @@ def detect(host: Host) -> LoadTool:
     found = []
     for b in blocks:
         path = b.splitlines()[0].strip()
-        version = next((ln.strip() for ln in b.splitlines()[1:2] if ln.startswith("wrk")), None)
+        version = next((ln.split(" Copyright")[0].strip() for ln in b.splitlines()[1:2] if ln.startswith("wrk")),
+                       None)
         found.append((path, version, "rate=yes" in b))
     for path, version, rate in found:
         if rate:
