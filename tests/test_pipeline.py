@@ -31,6 +31,8 @@ def test_reference_raw_outputs_are_the_published_bytes():
     need_shared()
     published = FIXTURES.parent / "reference" / "published"
     for run in RunStore(RUNS).load_all():
+        if run.kind != "reference":
+            continue
         for m in run.measurements:
             original = json.loads((run.path / "run.json").read_text())
             name = next(x["original_file"] for x in original["measurements"]
@@ -94,7 +96,7 @@ def test_missing_raw_output_and_missing_fact_reason(runs_copy):
 
 
 def test_unknown_run_names_the_known_ones(runs_copy):
-    with pytest.raises(RunError, match="recorded runs: reference-aws-c8g, reference-grace"):
+    with pytest.raises(RunError, match="recorded runs: .*reference-aws-c8g, reference-grace"):
         RunStore(runs_copy).load("nope")
 
 
