@@ -60,7 +60,7 @@ def ssh_run(sshd, tmp_path_factory):
     known.write_text(sshd.known_hosts_line())
     options = LiveOptions(hosts_file=str(sshd.inventory(known)), profile="smoke",
                           tomcat_home=str(tmp / "tc" / "apache-tomcat-11.0.10"), tomcat_tarball=str(TARBALL),
-                          http_port=free_port())
+                          http_port=free_port(), mask_hosts=True)
     os.environ["TUNEPATH_SUDO_PASSWORD"] = SECRET
     try:
         path = run_path(options, steps=["setup", "baseline"], runs_dir=tmp / "runs", build=False)
@@ -109,6 +109,15 @@ def test_tomcat_stopped_and_server_xml_restored_after_the_run(ssh_run):
     assert (home / "conf" / "server.xml").read_bytes() == (home / "conf" / "server.xml.tunepath-orig").read_bytes()
     assert not (home / "temp" / "tomcat.pid").exists()
     assert subprocess.run(["pgrep", "-f", f"catalina.base={home}"], capture_output=True).returncode == 1
+
+
+def test_masked_run_names_no_host_address(ssh_run):
+    run, _, _ = ssh_run
+    assert run.server["name"] == "server"
+    for path in run.path.rglob("*"):
+        if path.is_file():
+            assert "127.0.0.1" not in path.read_text(errors="replace"), path
+    assert any("http://server:" in m.command for m in run.measurements)
 
 
 def test_no_secret_in_the_run(ssh_run):

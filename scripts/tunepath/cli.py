@@ -93,7 +93,8 @@ def _live_options(args):
                        apply=getattr(args, "apply", False), allow_reboot=getattr(args, "allow_reboot", False),
                        trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
                        tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
-                       tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port)
+                       tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port,
+                       build_wrk2=getattr(args, "build_wrk2", False))
 
 
 def _cmd_run(args) -> int:
@@ -162,6 +163,8 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
     sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
     sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
+    sp.add_argument("--build-wrk2", action="store_true",
+                    help="build wrk2 from source on the client if it is missing (needs internet; x86_64 only)")
     sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
     sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
     sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")

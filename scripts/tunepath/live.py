@@ -64,6 +64,7 @@ class LiveOptions:
     tomcat_tarball: str | None = None
     tomcat_url: str | None = None
     http_port: int = 8080
+    build_wrk2: bool = False       # build wrk2 from source on the client (needs internet; x86_64)
 
 
 @dataclass
@@ -149,7 +150,7 @@ def masker_for(inventory: Inventory, options: LiveOptions) -> Masker:
     for i, spec in enumerate([inventory.server, *inventory.clients]):
         name = "server" if i == 0 else f"client-{i}"
         if not spec.local:
-            pairs[spec.host] = name
+            pairs.setdefault(spec.host, name)
     pairs[platform.node()] = "server" if inventory.server.local else "controller"
     return Masker(pairs)
 
@@ -197,8 +198,8 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
         runs_dir.mkdir(parents=True, exist_ok=True)
         recorder = RunRecorder(runs_dir, record, masker)
         acquire_lock(server, run_id)
-        recorder.record["context"] = live_context(server, facts, tool, options, same,
-                                                  "127.0.0.1" if same else inventory.server.host).to_dict()
+        recorder.record["context"] = recorder.mask(live_context(server, facts, tool, options, same,
+                                                  "127.0.0.1" if same else inventory.server.host).to_dict())
         recorder.save()
         return recorder, inventory
     finally:
@@ -425,6 +426,27 @@ def _ensure_tomcat(session: Session, step: str) -> None:
                            how="Tomcat was missing: installed before the step", version=version)
 
 
+def _wrk2(session: Session, block) -> None:
+    """Build wrk2 on the client when asked to (it needs internet and an x86_64 client)."""
+    rec = session.recorder
+    if session.tool.open_loop:
+        rec.block("setup", block.id, "client", block.text, "skipped", reason="wrk2 is installed")
+        return
+    arch = session.client.run("uname -m", timeout=15).stdout.strip()
+    if not session.options.build_wrk2:
+        reason = "wrk2 is absent; Debian's wrk measures instead (pass --build-wrk2 to build wrk2 on the client)"
+    elif arch != "x86_64":
+        reason = (f"wrk2 does not build on {arch}: its bundled LuaJIT 2.0 lacks arm64 and its option parsing "
+                  "keeps getopt's result in a char; use an x86_64 client")
+    else:
+        progress("setup: building wrk2 on the client")
+        _run_block(session, "setup", block, timeout=900)
+        session.tool = detect(session.client)
+        return
+    rec.block("setup", block.id, "client", block.text, "skipped", reason=reason)
+    rec.warn(reason)
+
+
 def _setup(session: Session) -> None:
     rec, tomcat, opts, step = session.recorder, session.tomcat, session.options, "setup"
     blocks = {b.id: b for b in plan(step, session.ctx)}
@@ -447,9 +469,7 @@ def _setup(session: Session) -> None:
     else:
         rec.block(step, "open-examples", "server", blocks["open-examples"].text, "skipped",
                   reason="the client is on the server: the examples webapp already admits it")
-    rec.block(step, "build-wrk2", "client", blocks["build-wrk2"].text,
-              "skipped", reason=("wrk2 is installed" if session.tool.open_loop else
-                                 "no internet to build wrk2 here: Debian's wrk is used instead"))
+    _wrk2(session, blocks["build-wrk2"])
     r = session.server.run(verify_command("tomcat-version", session.ctx), check=False, timeout=60)
     if r.ok:
         rec.verification(step, "tomcat-version", "server", verify_command("tomcat-version", session.ctx), r.stdout)

@@ -48,7 +48,15 @@ def _execute_notebook(step: str, recorder, runs_dir: Path, options) -> Path:
                                    kernel_manager_class=manager)
     except PapermillExecutionError as exc:
         raise TunepathError(f"step {step!r} failed: {exc.ename}: {exc.evalue.strip()}") from None
+    finally:
+        _mask_file(out, recorder)
     return out
+
+
+def _mask_file(path: Path, recorder) -> None:
+    """Executed notebooks print commands and outputs: mask host names there too."""
+    if path.is_file() and recorder.mask.pairs:
+        path.write_text(recorder.mask(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = None,
