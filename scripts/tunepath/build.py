@@ -23,7 +23,6 @@ __all__ = ["ROOT", "build_site", "execute_step", "render_html", "hugo_binary", "
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE_SOURCES = ("config.toml", "content", "layouts", "static")
-GENERATED = ("data/steps", "data/summary.json", "static/charts", "static/notebooks")
 
 
 def _say(message: str) -> None:
@@ -57,9 +56,11 @@ def _quiet_kernel_manager():
         log_path: str | None = None
 
         async def start_kernel(self, **kw):
-            if QuietKernelManager.log_path:
-                kw.setdefault("stderr", open(QuietKernelManager.log_path, "ab"))
-            return await super().start_kernel(**kw)
+            if not QuietKernelManager.log_path:
+                return await super().start_kernel(**kw)
+            with open(QuietKernelManager.log_path, "ab") as log:   # the kernel keeps its own copy of the fd
+                kw.setdefault("stderr", log)
+                return await super().start_kernel(**kw)
 
     return QuietKernelManager
 

@@ -9,6 +9,7 @@ data changed.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,6 +50,10 @@ class Chart:
         return asdict(self)
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
 def render_svg(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
@@ -75,14 +80,15 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
                      run_id: str, caption_note: str = "Highlighted bars are this step's measurements.") -> Chart:
     """Bars of requests/s per measurement of one run; ``highlight`` holds step/variant keys."""
     labels = [r["label"] for r in rows]
-    values = [r["requests_per_sec"] or 0.0 for r in rows]
+    values = [r["requests_per_sec"] if _finite(r["requests_per_sec"]) else 0.0 for r in rows]
     colors = [HIGHLIGHT if f"{r['step']}/{r['variant']}" in highlight else CONTEXT for r in rows]
     fig = Figure(figsize=(7.2, 0.55 * len(rows) + 1.6))
     ax = fig.add_subplot()
     y = list(range(len(rows)))[::-1]
     ax.barh(y, values, color=colors)
     ax.set_yticks(y, labels)
-    top = max(values + [r["offered_rate"] or 0 for r in rows]) or 1.0
+    rates = [r["offered_rate"] for r in rows if _finite(r["offered_rate"])]
+    top = max(values + rates) or 1.0
     for yi, r, v in zip(y, rows, values):
         text = fmt.rate(r["requests_per_sec"])
         gain = fmt.speedup(r.get("speedup_vs_stock"))
@@ -92,7 +98,7 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
             ax.text(v - top * 0.01, yi, text, va="center", ha="right", fontsize=9, color="white")
         else:
             ax.text(v + top * 0.01, yi, text, va="center", fontsize=9)
-    offered = {r["offered_rate"] for r in rows if r["offered_rate"]}
+    offered = set(rates)
     xlabel = "requests per second (higher is better)"
     if len(offered) == 1:
         rate = offered.pop()
@@ -117,8 +123,8 @@ def latency_chart(rows: list[dict], highlight: set[str], static_dir: Path, name:
                   run_id: str) -> Chart:
     """Average and maximum latency per measurement of one run."""
     labels = [r["label"] for r in rows]
-    avg = [(r["latency_avg_ms"] or 0.0) for r in rows]
-    mx = [(r["latency_max_ms"] or 0.0) for r in rows]
+    avg = [r["latency_avg_ms"] if _finite(r["latency_avg_ms"]) else 0.0 for r in rows]
+    mx = [r["latency_max_ms"] if _finite(r["latency_max_ms"]) else 0.0 for r in rows]
     seconds = max(mx + [0.0]) >= 1000
     scale, unit = (1000.0, "s") if seconds else (1.0, "ms")
     fig = Figure(figsize=(7.2, 0.55 * len(rows) + 1.6))

@@ -94,7 +94,7 @@ def _live_options(args):
                        trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
                        tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
                        tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port,
-                       build_wrk2=getattr(args, "build_wrk2", False))
+                       build_wrk2=getattr(args, "build_wrk2", False), java_home=args.java_home)
 
 
 def _cmd_run(args) -> int:
@@ -113,7 +113,7 @@ def _cmd_run(args) -> int:
 def _cmd_restore(args) -> int:
     from .runner import restore_host
 
-    done = restore_host(_live_options(args))
+    done = restore_host(_live_options(args), force=args.force)
     print("\n".join(done) if done else "nothing to restore: no saved state and no changed server.xml")
     return 0
 
@@ -126,6 +126,8 @@ def _host_args(sp) -> None:
                     help="accept and save host keys not yet in known_hosts (a changed key is still refused)")
     sp.add_argument("--tomcat-home", default=f"~/apache-tomcat-{TOMCAT_VERSION}", help="Tomcat's directory on the server")
     sp.add_argument("--http-port", type=int, default=8080, help="Tomcat's HTTP port")
+    sp.add_argument("--java-home", default=None,
+                    help="a JDK on the server to run Tomcat with (virtual threads need 21 or later)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -174,6 +176,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("restore", help="return the server to its saved original state")
     _host_args(sp)
+    sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
     sp.set_defaults(func=_cmd_restore)
     return p
 

@@ -59,6 +59,8 @@ def display(row: dict) -> dict:
         else fmt.NA,
         "offered_rate": fmt.rate(_num(row["offered_rate"])).removesuffix(".00")
         if _num(row["offered_rate"]) else fmt.NA,
+        "vs_step_first": fmt.speedup(_num(row["vs_step_first"])),
+        "step_first_label": row["step_first_label"] or "",
     }
 
 
@@ -74,7 +76,8 @@ def measurement_entry(row: dict) -> dict:
         "speedup_vs_stock": _num(row["speedup_vs_stock"]),
         "change_vs_previous_pct": _num(row["change_vs_previous_pct"]),
         "previous": row["previous_variant"], "raw": row["raw"],
-        "warnings": list(row["warnings"]), "display": display(row),
+        "warnings": list(row["warnings"]), "jvm_warnings": list(row["jvm_warnings"] or []),
+        "vs_step_first": _num(row["vs_step_first"]), "display": display(row),
     })
 
 
@@ -141,14 +144,32 @@ def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
     return block
 
 
+def historical_for(step: str, directory: Path | None) -> list[dict]:
+    """Figures from the older sources about ``step``, each with the hardware it came from."""
+    if directory is None or not Path(directory).is_dir():
+        return []
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        hardware = {h["id"]: h["description"] for h in doc.get("hardware", [])}
+        figures = [dict(f, hardware=hardware.get(f.get("hardware"), "not stated in the source"))
+                   for f in doc.get("figures", []) if f.get("topic") == step]
+        findings = [dict(f, hardware=hardware.get(f.get("hardware"), "not stated in the source"))
+                    for f in doc.get("findings", []) if f.get("topic") == step]
+        if figures or findings:
+            out.append({"source_id": doc.get("source_id", path.stem), "source": doc.get("source", ""),
+                        "era_note": doc.get("era_note", ""), "figures": figures, "findings": findings})
+    return out
+
+
 def step_document(step: str, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
-                  notebook: dict) -> dict:
+                  notebook: dict, historical: list[dict] | None = None) -> dict:
     s = get_step(step)
     blocks = [run_block(r, step, frame) for r in runs if step in r.steps()]
     return {
         "step": s.name, "number": s.number, "title": s.title, "page": s.page,
         "primary_run": blocks[0]["run_id"] if blocks else None,
-        "notebook": notebook, "runs": blocks, "charts": charts,
+        "notebook": notebook, "runs": blocks, "charts": charts, "historical": historical or [],
     }
 
 
@@ -159,10 +180,11 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
     hosts = []
     for run in runs:
         rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
-        if rows.empty:
+        if rows.empty and frame[(frame.run_id == run.run_id) & (frame.order < 0) & (frame.step != "setup")].empty:
             continue
         entry = run_header(run)
-        entry["client_command"] = rows.iloc[0]["command"]
+        if not rows.empty:
+            entry["client_command"] = rows.iloc[0]["command"]
         entry["rows"] = [_clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
                                  "variant": r["variant"], "label": r["label"], "tool": r["tool"],
                                  "requests_per_sec": _num(r["requests_per_sec"]),
@@ -170,6 +192,14 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                                  "display": display(r)})
                          for r in rows.to_dict("records")]
         entry["charts"] = charts_by_run.get(run.run_id, [])
+        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & (frame.step != "setup")]
+        entry["comparisons"] = [
+            {"step": step, "step_title": titles[step], "page": pages[step],
+             "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
+                              "requests_per_sec": _num(r["requests_per_sec"]), "display": display(r)})
+                      for r in sorted(others[others.step == step].to_dict("records"),
+                                      key=lambda r: [v.name for v in get_step(step).variants].index(r["variant"]))]}
+            for step in [s.name for s in STEPS if s.name in set(others.step)]]
         hosts.append(entry)
     return {"notebook": notebook, "hosts": hosts}
 

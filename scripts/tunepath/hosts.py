@@ -19,13 +19,13 @@ through Fabric, with two guards Fabric lacks: host keys are checked against
 explicit option), and every remote command runs under ``timeout`` on the host, so a
 command that outlives its limit is ended there, not merely abandoned.
 
-Secrets never travel as parameters: keys come from ``key_file`` or the agent, and a sudo
-password, where one is needed, from the environment variable ``TUNEPATH_SUDO_PASSWORD``.
+Secrets never travel as parameters: keys come from ``key_file`` or the agent. Steps that
+need root use ``sudo -n``: a server where sudo asks for a password gets a clear error (and
+disruptive steps are skipped by their preflight) instead of a password in a file.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shlex
 import signal
@@ -33,18 +33,18 @@ import socket
 import subprocess
 import time
 import tomllib
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import TunepathError
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory", "Host", "LocalHost", "SSHHost",
-           "CommandResult", "CommandFailed", "HostKeyError", "connect", "DEFAULT_TIMEOUT"]
+           "CommandResult", "CommandFailed", "HostKeyError", "connect", "open_hosts", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 120          # seconds, for one command
 CONNECT_TIMEOUT = 15           # seconds, for an SSH connection
 KILL_GRACE = 5                 # seconds between TERM and KILL when a command times out
-SUDO_ENV = "TUNEPATH_SUDO_PASSWORD"
 SUDO_SHIM = 'if [ "$(id -u)" = 0 ] && ! command -v sudo >/dev/null; then sudo() { "$@"; }; fi\n'
 
 
@@ -139,8 +139,8 @@ def load_inventory(path: str | os.PathLike | None) -> Inventory:
         if any(key in (t or {}) for t in [data, data.get("server")] + list(data.get("clients") or [])
                if isinstance(t, dict)):
             raise TunepathError(f"{where}: '{key}' is not accepted in an inventory: passwords never go "
-                                f"into files that runs publish; use key files or the SSH agent, and "
-                                f"{SUDO_ENV} for sudo")
+                                "into files that runs publish; use key files or the SSH agent, and "
+                                "passwordless sudo")
     unknown = set(data) - {"server", "clients", "known_hosts"}
     if unknown:
         raise TunepathError(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}")
@@ -192,7 +192,7 @@ class Host:
         result = self._run(wrapped, timeout, display=command, pidfile=pidfile)
         if sudo and result.exited != 0 and "a password is required" in result.stderr:
             raise TunepathError(f"on {self.name}: `{command}` needs root, and sudo asks for a password: "
-                                f"allow it without a password for this user, or set {SUDO_ENV}")
+                                "allow this user passwordless sudo for the tuning commands")
         if check and not result.ok:
             raise CommandFailed(result, hint)
         return result
@@ -202,14 +202,7 @@ class Host:
             self.is_root = self._run("id -u", 15, display="id -u").stdout.strip() == "0"
         if self.is_root:
             return command
-        if os.environ.get(SUDO_ENV):
-            return f"sudo -S -p '' bash -c {shlex.quote(command)}"
         return f"sudo -n bash -c {shlex.quote(command)}"
-
-    def _stdin_for(self, command: str) -> str | None:
-        if command.startswith("sudo -S ") and os.environ.get(SUDO_ENV):
-            return os.environ[SUDO_ENV] + "\n"
-        return None
 
     def _run(self, command: str, timeout: float, display: str,
              pidfile: str | None = None) -> CommandResult:  # pragma: no cover
@@ -249,10 +242,10 @@ class LocalHost(Host):
         start = time.monotonic()
         if pidfile:
             command = f"echo $$ > {pidfile}; exec bash -c {shlex.quote(command)}"
-        proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            out, err = proc.communicate(self._stdin_for(command), timeout=timeout)
+            out, err = proc.communicate(None, timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             _end_group(proc)
@@ -347,9 +340,7 @@ class SSHHost(Host):
             remote = f"echo $$ > {pidfile}; exec {remote}"
         start = time.monotonic()
         try:
-            feed = self._stdin_for(command)
-            res = self.conn.run(remote, hide=True, warn=True, in_stream=io.StringIO(feed) if feed else False,
-                                timeout=limit + KILL_GRACE + 10)
+            res = self.conn.run(remote, hide=True, warn=True, in_stream=False, timeout=limit + KILL_GRACE + 10)
         except Exception as exc:   # invoke's CommandTimedOut and transport errors
             name = type(exc).__name__
             if name == "CommandTimedOut":
@@ -375,6 +366,15 @@ class SSHHost(Host):
 
     def close(self) -> None:
         self.conn.close()
+
+
+@contextmanager
+def open_hosts(inventory: Inventory, trust_new_hosts: bool = False):
+    """``(server, clients)``, all closed on exit — also when a later connection fails."""
+    with ExitStack() as stack:
+        server = stack.enter_context(connect(inventory.server, inventory, trust_new_hosts))
+        clients = [stack.enter_context(connect(c, inventory, trust_new_hosts)) for c in inventory.clients]
+        yield server, clients
 
 
 def connect(spec: HostSpec, inventory: Inventory, trust_new_hosts: bool = False) -> Host:

@@ -20,7 +20,7 @@ from .errors import TunepathError
 from .hosts import Host
 from .steps import GRUB_DROP_IN, Block, cpu_ranges, parse_cpu_list
 
-__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
+__all__ = ["boot_id", "STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
            "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock",
            "wait_for_reboot", "REBOOT_BLOCKS"]
 
@@ -50,14 +50,20 @@ def preflight(host: Host, block: Block, facts: dict, same_machine: bool) -> Pref
         cpus = re.findall(r"cpu\$\{no\}", block.text)
         if "for no in ;" in block.text or not cpus:
             return Preflight(False, "no CPU to change")
+        if bid == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
+            return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
+                                    "node to move to")
         r = host.run("ls /sys/devices/system/cpu/cpu*/online 2>/dev/null | head -1; "
                      "test -w /sys/devices/system/cpu/cpu1/online && echo writable", check=False, timeout=15)
         if "writable" not in r.stdout:
             return Preflight(False, "CPU hotplug is not available (/sys/devices/system/cpu/cpuN/online "
                                     "is missing or read-only)")
-        if bid == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
-            return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
-                                    "node to move to")
+        offline_lines = [ln for ln in block.text.splitlines() if '"echo 0 >' in ln]
+        if any(re.search(r"for no in (\{0\.\.|0 )", ln) for ln in offline_lines):
+            r0 = host.run("test -w /sys/devices/system/cpu/cpu0/online && echo yes", check=False, timeout=15)
+            if "yes" not in r0.stdout:
+                return Preflight(False, "the plan takes CPU 0 offline, which this host cannot do "
+                                        "(no /sys/devices/system/cpu/cpu0/online)")
     if bid in ("set-queues", "show-queues"):
         if same_machine:
             return Preflight(False, "server and client are one machine: the traffic goes over loopback, "
@@ -126,7 +132,8 @@ def restore(host: Host, forget: bool = False) -> list[str]:
         if cmds:
             host.run("; ".join(cmds), sudo=True, timeout=120)
             done.append(f"CPUs online again: {cpu_ranges(want)}")
-    if state.get("nic") and state.get("nic_queues"):
+    if state.get("nic") and state.get("nic_queues") and host.run(
+            f"test -e /sys/class/net/{shlex.quote(state['nic'])}", check=False, timeout=15).exited == 0:
         r = host.run(f"ethtool -l {shlex.quote(state['nic'])} 2>/dev/null | awk '/Current hardware settings/"
                      "{c=1} c && /Combined/{print $2; exit}'", check=False, timeout=15)
         if r.stdout.strip().isdigit() and int(r.stdout.strip()) != state["nic_queues"]:
@@ -167,20 +174,29 @@ def release_lock(host: Host, run_id: str) -> None:
              check=False, timeout=15)
 
 
-def wait_for_reboot(connect, expect_in_cmdline: list[str], timeout: float = 900) -> str:
-    """Reconnect after a reboot and check the kernel command line; returns it."""
+def boot_id(host: Host) -> str:
+    return host.run("cat /proc/sys/kernel/random/boot_id", timeout=15).stdout.strip()
+
+
+def wait_for_reboot(connect, expect_in_cmdline: list[str], old_boot_id: str, timeout: float = 900) -> str:
+    """Reconnect until the host has booted anew (its boot id changed), then check the kernel
+    command line; returns it."""
     deadline = time.monotonic() + timeout
     time.sleep(10)
     last = ""
     while time.monotonic() < deadline:
         try:
-            host = connect()
-            cmdline = host.run("cat /proc/cmdline", timeout=15).stdout.strip()
-            missing = [p for p in expect_in_cmdline if p not in cmdline.split()]
-            if missing:
-                raise TunepathError(f"on {host.name}: after the reboot the kernel command line lacks "
-                                    f"{' '.join(missing)}: {cmdline}")
-            return cmdline
+            with connect() as host:
+                if boot_id(host) == old_boot_id:
+                    last = "still the old boot"
+                    time.sleep(5)
+                    continue
+                cmdline = host.run("cat /proc/cmdline", timeout=15).stdout.strip()
+                missing = [p for p in expect_in_cmdline if p not in cmdline.split()]
+                if missing:
+                    raise TunepathError(f"on {host.name}: after the reboot the kernel command line lacks "
+                                        f"{' '.join(missing)}: {cmdline}")
+                return cmdline
         except TunepathError as exc:
             if "command line lacks" in str(exc):
                 raise

@@ -21,14 +21,15 @@ import datetime as dt
 import platform
 import re
 import time
-from contextlib import contextmanager
+import json
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import TunepathError
 from .facts import cpu_sample, cpu_utilisation, gather_facts
-from .hosts import Host, Inventory, connect, load_inventory
-from .hoststate import (REBOOT_BLOCKS, check_lock, preflight, restore, save_original_state,
+from .hosts import Host, Inventory, connect, load_inventory, open_hosts
+from .hoststate import (REBOOT_BLOCKS, boot_id, check_lock, preflight, restore, save_original_state,
                         wait_for_reboot)
 from .loadgen import LoadTool, detect, get_profile
 from .recorder import Masker, RunRecorder
@@ -65,6 +66,7 @@ class LiveOptions:
     tomcat_url: str | None = None
     http_port: int = 8080
     build_wrk2: bool = False       # build wrk2 from source on the client (needs internet; x86_64)
+    java_home: str | None = None   # a JDK on the server other than its default `java` (e.g. 21+ for virtual threads)
 
 
 @dataclass
@@ -100,7 +102,7 @@ def _node_cpus(server: Host, node: int) -> list[int]:
 
 
 def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions,
-                 same_machine: bool, server_address: str) -> HostContext:
+                 same_machine: bool, server_address: str, tomcat_home: str | None = None) -> HostContext:
     """The step commands' parameters for these real hosts and this profile."""
     profile, smoke = get_profile(options.profile), get_profile("smoke")
     online = parse_cpu_list(facts.get("cpus_online") or "0")
@@ -111,7 +113,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
     threads = max(1, min(profile.threads, tool.client_cpus))
     scale = threads / profile.threads
     return HostContext(
-        tomcat_home=options.tomcat_home, tomcat_version=TOMCAT_VERSION,
+        tomcat_home=tomcat_home or options.tomcat_home, tomcat_version=TOMCAT_VERSION,
+        java_home=options.java_home,
         server_address=server_address, port=options.http_port,
         total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(online[:n]),
         numa_cpus=tuple(numa_cpus or online[:n]), nic=nic.get("name") or "${net}", nic_queues=n,
@@ -124,29 +127,46 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
 
 def open_session(run_id: str, runs_dir: Path, options: LiveOptions) -> Session:
     inventory = load_inventory(options.hosts_file)
-    server = connect(inventory.server, inventory, options.trust_new_hosts)
-    clients = [connect(c, inventory, options.trust_new_hosts) for c in inventory.clients]
-    check_lock(server, run_id)
-    recorder = RunRecorder.resume(runs_dir, run_id, masker=masker_for(inventory, options))
+    with ExitStack() as stack:
+        server = stack.enter_context(connect(inventory.server, inventory, options.trust_new_hosts))
+        clients = [stack.enter_context(connect(c, inventory, options.trust_new_hosts)) for c in inventory.clients]
+        check_lock(server, run_id)
+        session = _session(run_id, Path(runs_dir), options, inventory, server, clients)
+        stack.pop_all()          # the session owns the connections now
+        return session
+
+
+def _session(run_id, runs_dir, options, inventory, server, clients) -> Session:
+    recorder = RunRecorder.resume(runs_dir, run_id, masker=masker_for(inventory, options, runs_dir, run_id))
     tool = detect(clients[0])
     facts = recorder.record["hosts"]["server"]["facts"]
     address = "127.0.0.1" if inventory.same_machine or inventory.server.local else inventory.server.host
-    ctx = live_context(server, facts, tool, options, inventory.same_machine, address)
-    tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
+    home = _expand_home(server, options.tomcat_home)
+    ctx = live_context(server, facts, tool, options, inventory.same_machine, address, home)
+    tomcat = Tomcat(server, home, port=options.http_port)
     return Session(run_id, options, inventory, server, clients, recorder, tool, tomcat, ctx, facts)
 
 
-def _expand_home(server: Host, home: str) -> str:
+def _expand_home(host: Host, home: str) -> str:
     if home.startswith("~"):
-        h = server.run("echo $HOME", timeout=15).stdout.strip()
-        return h + home[1:]
+        return host.run("echo $HOME", timeout=15).stdout.strip() + home[1:]
     return home
 
 
-def masker_for(inventory: Inventory, options: LiveOptions) -> Masker:
+def _mask_names_file(runs_dir: Path, run_id: str) -> Path:
+    """Host names to mask, kept beside (never inside) the run being recorded."""
+    from .recorder import INPROGRESS
+
+    return Path(runs_dir) / INPROGRESS / f"{run_id}.mask.json"
+
+
+def masker_for(inventory: Inventory, options: LiveOptions, runs_dir: Path | None = None,
+               run_id: str | None = None) -> Masker:
     if not options.mask_hosts:
         return Masker()
     pairs = {}
+    if runs_dir and run_id and _mask_names_file(runs_dir, run_id).is_file():
+        pairs.update(json.loads(_mask_names_file(runs_dir, run_id).read_text()))
     for i, spec in enumerate([inventory.server, *inventory.clients]):
         name = "server" if i == 0 else f"client-{i}"
         if not spec.local:
@@ -157,54 +177,66 @@ def masker_for(inventory: Inventory, options: LiveOptions) -> Masker:
 
 # --- recording a new run --------------------------------------------------------------
 def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
-    """Connect (checking host keys), take the lock, gather facts, and open the run record."""
-    from .hoststate import acquire_lock
+    """Connect (checking host keys), take the lock, gather facts, and open the run record.
+
+    Nothing is written before the hosts answered with the keys on record and the lock is
+    held; if opening the record fails after that, the lock is released again."""
+    from .hoststate import acquire_lock, release_lock
+    from .recorder import new_run_id
 
     inventory = load_inventory(options.hosts_file)
-    server = connect(inventory.server, inventory, options.trust_new_hosts)
-    clients = [connect(c, inventory, options.trust_new_hosts) for c in inventory.clients]
-    try:
+    same = inventory.same_machine
+    with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
         name = server.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip() or "server"
+        client_name = clients[0].run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip()
         tool = detect(clients[0])
         tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
         facts, missing = gather_facts(server, tomcat.installed_version(), None, "server")
+        if options.java_home:
+            java = server.run(f"{options.java_home}/bin/java -version 2>&1 | head -1", check=False, timeout=30)
+            if not java.ok or "version" not in java.stdout:
+                raise TunepathError(f"on {server.name}: no java in --java-home {options.java_home}")
+            facts["java_version"] = java.stdout.strip() + f" (JAVA_HOME={options.java_home})"
+            missing.pop("java_version", None)
         cfacts, cmissing = gather_facts(clients[0], None, {"name": tool.name, "version": tool.version}, "client")
-        from .recorder import new_run_id
-
-        masker = masker_for(inventory, options)
         server_name = "server" if options.mask_hosts else name
         run_id = new_run_id(server_name)
-        same = inventory.same_machine
-        record = {
-            "run_id": run_id, "kind": "live", "status": "partial",
-            "label": f"{server_name}, live run ({options.profile} profile)"
-                     + (", server and client on one machine" if same else ""),
-            "date": dt.date.today().isoformat(), "date_note": "",
-            "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
-                      f"apply={options.apply}",
-            "same_machine": same, "profile": options.profile, "apply": options.apply,
-            "hosts": {
-                "server": {"name": server_name, "description": _describe(facts, same), "facts": facts,
-                           "facts_missing": missing},
-                "client": {"name": "server" if same else ("client-1" if options.mask_hosts else
-                                                          clients[0].run("hostname -s", timeout=15).stdout.strip()),
-                           "description": f"{tool.name} ({tool.version or 'version unknown'}) on "
-                                          f"{cfacts.get('cpus')} CPUs" + (" — the same machine" if same else ""),
-                           "facts": cfacts, "facts_missing": cmissing},
-            },
-            "notes": _notes(tool, same),
-        }
-        runs_dir.mkdir(parents=True, exist_ok=True)
-        recorder = RunRecorder(runs_dir, record, masker)
         acquire_lock(server, run_id)
-        recorder.record["context"] = recorder.mask(live_context(server, facts, tool, options, same,
-                                                  "127.0.0.1" if same else inventory.server.host).to_dict())
-        recorder.save()
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+            if options.mask_hosts:
+                names = {name: "server"}
+                if not same:
+                    names.setdefault(client_name, "client-1")
+                _mask_names_file(runs_dir, run_id).parent.mkdir(parents=True, exist_ok=True)
+                _mask_names_file(runs_dir, run_id).write_text(json.dumps(names))
+            record = {
+                "run_id": run_id, "kind": "live", "status": "partial",
+                "label": f"{server_name}, live run ({options.profile} profile)"
+                         + (", server and client on one machine" if same else ""),
+                "date": dt.date.today().isoformat(), "date_note": "",
+                "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
+                          f"apply={options.apply}",
+                "same_machine": same, "profile": options.profile, "apply": options.apply,
+                "hosts": {
+                    "server": {"name": server_name, "description": _describe(facts, same), "facts": facts,
+                               "facts_missing": missing},
+                    "client": {"name": "server" if same else ("client-1" if options.mask_hosts else client_name),
+                               "description": f"{tool.name} ({tool.version or 'version unknown'}) on "
+                                              f"{cfacts.get('cpus')} CPUs" + (" — the same machine" if same else ""),
+                               "facts": cfacts, "facts_missing": cmissing},
+                },
+                "notes": _notes(tool, same),
+                "context": live_context(server, facts, tool, options, same,
+                                        "127.0.0.1" if same else inventory.server.host, tomcat.home).to_dict(),
+            }
+            recorder = RunRecorder(runs_dir, record, masker_for(inventory, options, runs_dir, run_id))
+        except BaseException:
+            release_lock(server, run_id)
+            _mask_names_file(runs_dir, run_id).unlink(missing_ok=True)
+            raise
         return recorder, inventory
-    finally:
-        for h in [server, *clients]:
-            h.close()
 
 
 def _describe(facts: dict, same: bool) -> str:
@@ -235,28 +267,35 @@ def step_guard(session: Session, step: str):
         yield
     except BaseException as exc:
         progress(f"{step}: {type(exc).__name__}: restoring the server")
-        cleanup(session.server, session.tomcat, session.clients, session.run_id)
-        if session.options.apply:
-            for line in restore(session.server):
-                progress(f"{step}: restored {line}")
+        try:
+            cleanup(session.server, session.tomcat, session.clients, session.run_id)
+            if session.options.apply:
+                for line in restore(session.server):
+                    progress(f"{step}: restored {line}")
+        except Exception as inner:   # keep the original error; the runner cleans up again
+            progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
         message = str(exc) or type(exc).__name__
         session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,
                               command=getattr(exc, "result", None) and exc.result.command)
         raise
 
 
+def load_pidfile(client: Host, run_id: str) -> str:
+    return f"{_expand_home(client, '~')}/.tunepath/load-{run_id}.pid"
+
+
 def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
-    """Stop load generators and Tomcat, and put server.xml back. Safe to call twice."""
-    for c in clients:
+    """Stop load generators and Tomcat, and put the configuration back. Safe to call twice;
+    every part is tried even when another fails."""
+    problems = []
+    for action in [*(lambda c=c: c.kill_group(load_pidfile(c, run_id)) for c in clients),
+                   tomcat.stop, tomcat.restore_config]:
         try:
-            c.kill_group(f"~/.tunepath/load-{run_id}.pid".replace("~", c.run("echo $HOME", timeout=15).stdout.strip()))
-        except TunepathError:
-            pass
-    try:
-        tomcat.stop()
-    except TunepathError:
-        pass
-    tomcat.restore_config()
+            action()
+        except TunepathError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise TunepathError("; ".join(problems))
 
 
 def _run_block(session: Session, step: str, block, *, record: bool = True, timeout: float = 600):
@@ -292,14 +331,18 @@ def _disruptive(session: Session, step: str, block) -> tuple[bool, str]:
     if block.id in REBOOT_BLOCKS:
         # the reboot ends the SSH session: run the GRUB part, reboot, reconnect, verify
         grub, _, _ = block.text.partition("\nsudo update-grub")
+        old_boot = boot_id(session.server)
         session.server.run(grub, timeout=60, as_written=True)
         session.server.run("sudo update-grub", timeout=300, as_written=True)
         session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
         session.server.close()
         wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
-        cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted)
+        cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted, old_boot)
         session.server = connect(session.inventory.server, session.inventory)
         session.tomcat.host = session.server
+        for i, spec in enumerate(session.inventory.clients):     # a client on the server lost its session too
+            session.clients[i].close()
+            session.clients[i] = connect(spec, session.inventory)
         session.recorder.block(step, block.id, block.host, block.text, "ran", kernel_cmdline=cmdline)
         return True, ""
     _run_block(session, step, block)
@@ -326,8 +369,12 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
     tomcat.configure(config)
     blocks = {b.id: b for b in plan(step, session.ctx)}
     restart = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
+    log_offset = _log_size(session)
     _run_block(session, step, restart, timeout=120)
     waited = tomcat.wait_ready(120)
+    jvm_warnings = _jvm_warnings(session, log_offset)
+    for w in jvm_warnings:
+        rec.warn(f"{step}/{variant}: the JVM said: {w}")
     nofile = session.server.run(f"grep 'Max open files' /proc/{tomcat.pid()}/limits | awk '{{print $4}}'",
                                 check=False, timeout=15).stdout.strip()
     if nofile.isdigit() and int(nofile) < session.ctx.nofile:
@@ -343,9 +390,11 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
     hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
     before = [cpu_sample(h) for h in hosts]
     cpu0 = tomcat.cpu_seconds()
-    pidfile = f"{session.client.run('echo $HOME', timeout=15).stdout.strip()}/.tunepath/load-{session.run_id}.pid"
+    pidfile = load_pidfile(session.client, session.run_id)
     session.client.run("mkdir -p ~/.tunepath", timeout=15)
     result = session.client.run(load.text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True)
+    session.client.run(f"rm -f {pidfile}", check=False, timeout=15)
+    online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     cpu1 = tomcat.cpu_seconds()
     after = [cpu_sample(h) for h in hosts]
     util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a)
@@ -355,10 +404,11 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
     rec.block(step, load.id, "client", load.text, "ran", exit_status=result.exited,
               duration_s=round(result.duration_s, 3))
     rec.measurement(step, variant, result.stdout, result.stderr, result.exited, load.text, session.tool.name,
-                    cpus_online=session.facts.get("cpus_online"), config=config.to_dict(),
+                    cpus_online=online or None, config=config.to_dict(),
                     cpu_utilisation=util,
                     tomcat_cpu_s=round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None,
-                    nofile=int(nofile) if nofile.isdigit() else None, ready_after_s=round(waited, 2))
+                    nofile=int(nofile) if nofile.isdigit() else None, ready_after_s=round(waited, 2),
+                    jvm_warnings=jvm_warnings)
     if not result.ok:
         from .hosts import CommandFailed
 
@@ -387,7 +437,9 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
                     changed, reason = _disruptive(session, step, block)
                     if not changed and (step, block.id) not in OPTIONAL:
                         blocked[block.id] = reason
-                elif block.id in ("numa-topology", "nic-node", "show-queues"):
+                elif block.variant:
+                    continue            # applied with its variant's configuration
+                elif block.id in ("numa-topology", "nic-node", "show-queues", "hugepages", "thp"):
                     check = preflight(session.server, block, session.facts, session.inventory.same_machine)
                     if check.ok:
                         r = _run_block(session, step, block, timeout=60)
@@ -401,6 +453,10 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             for variant in get_step(step).variants:
                 needs = DISRUPTIVE_NEEDS.get(step, {}).get(variant.name, [])
                 missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
+                java = _java_major(session)
+                if variant.requires_java > (java or 0):
+                    missing.append(f"needs Java {variant.requires_java} or later; the server runs Java {java} "
+                                   "(give a newer JDK with --java-home)")
                 if missing:
                     rec.skipped(step, variant.name, "; ".join(missing),
                                 commands=[b.text for b in plan(step, session.ctx) if b.id in needs])
@@ -410,6 +466,27 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             cleanup(session.server, session.tomcat, session.clients, run_id)
     finally:
         session.close()
+
+
+def _java_major(session: Session) -> int | None:
+    from .tomcat import java_major
+
+    java = f"{session.ctx.java_home}/bin/java" if session.ctx.java_home else "java"
+    return java_major(session.server.run(f"{java} -version 2>&1", check=False, timeout=30).stdout)
+
+
+def _jvm_warnings(session: Session, offset: int) -> list[str]:
+    """The JVM's own warnings in catalina.out since ``offset`` (e.g. large pages unavailable)."""
+    log = f"{session.tomcat.home}/logs/catalina.out"
+    r = session.server.run(f"tail -c +{offset + 1} {log} 2>/dev/null | grep -E 'VM warning|\\[warning\\]' "
+                           "| grep -v 'Command line argument' | head -5", check=False, timeout=15)
+    return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def _log_size(session: Session) -> int:
+    r = session.server.run(f"stat -c %s {session.tomcat.home}/logs/catalina.out 2>/dev/null || echo 0",
+                           check=False, timeout=15)
+    return int(r.stdout.strip() or 0) if r.stdout.strip().isdigit() else 0
 
 
 def _ensure_tomcat(session: Session, step: str) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .errors import TunepathError
 from .hosts import Host
 
-__all__ = ["Profile", "PROFILES", "LoadTool", "detect", "load_command", "get_profile"]
+__all__ = ["Profile", "PROFILES", "LoadTool", "detect", "get_profile"]
 
 
 @dataclass(frozen=True)
@@ -79,18 +79,3 @@ def detect(host: Host) -> LoadTool:
         return LoadTool("wrk", path, version, cpus)
     raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed: build wrk2 (setup step) or "
                         "install Debian's wrk (apt-get install wrk)")
-
-
-def load_command(tool: LoadTool, profile: Profile, url: str, duration_s: int | None = None,
-                 nofile: int = 65535, latency: bool = True) -> str:
-    """The client command, scaled to the client: threads ≤ its CPUs, connections in proportion."""
-    threads = max(1, min(profile.threads, tool.client_cpus))
-    connections = max(threads, round(profile.connections * threads / profile.threads))
-    d = duration_s if duration_s is not None else profile.duration_s
-    parts = [tool.binary, f"-t{threads}", f"-c{connections}", f"-d{d}"]
-    if tool.open_loop:
-        parts.append(f"-R{round(profile.rate * threads / profile.threads)}")
-    if latency:
-        parts.append("--latency")
-    parts.append(url)
-    return f'ulimit -n {nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; ' + " ".join(parts)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from . import charts as chartlib
 from .errors import TunepathError
-from .export import step_document, summary_document, write_json
+from .export import historical_for, step_document, summary_document, write_json
 from .results import measurements_frame
 from .runstore import Run, RunStore
 from .steps import MEASURED_SEQUENCE, get_step, plan
@@ -176,8 +176,9 @@ def publish(result: StepResult, charts: list[chartlib.Chart], site_dir, mode: st
         doc = summary_document(result.runs, result.all_rows, by_run, notebook_links("summary"))
         path = data_dir / "summary.json"
     else:
+        hist = Path(result.runs[0].path).parent / "historical" if result.runs else None
         doc = step_document(result.step, result.runs, result.all_rows, chart_dicts,
-                            notebook_links(result.step))
+                            notebook_links(result.step), historical_for(result.step, hist))
         path = data_dir / "steps" / f"{result.step}.json"
     write_json(path, doc)
     return path

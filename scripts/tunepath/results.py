@@ -25,7 +25,7 @@ COLUMNS = [
     "requests_per_sec", "transfer_per_sec_bytes", "latency_avg_ms", "latency_stdev_ms", "latency_max_ms",
     "p50_ms", "p99_ms", "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors",
     "speedup_vs_stock", "change_vs_previous_pct", "previous_variant", "previous_label",
-    "previous_requests_per_sec", "warnings", "raw",
+    "previous_requests_per_sec", "vs_step_first", "step_first_label", "jvm_warnings", "warnings", "raw",
 ]
 
 _RATE = re.compile(r"(?:^|\s)(?:-R\s*|--rate[= ])(\d+(?:\.\d+)?)([kKmMgG]?)\b")
@@ -78,6 +78,7 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
                 "socket_errors_total": flat["socket_errors_total"], "non_2xx_3xx": flat["non_2xx_3xx"],
                 "errors": flat["socket_errors_total"],
                 "warnings": list(report.warnings),
+                "jvm_warnings": list(run.record_measurement(m.step, m.variant).get("jvm_warnings", [])),
                 "raw": str(m.stdout.relative_to(run.path.parent)),
             })
         _derive(run_rows)
@@ -87,6 +88,7 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
 
 
 def _derive(rows: list[dict]) -> None:
+    _derive_comparisons(rows)
     seq = sorted((r for r in rows if r["order"] >= 0), key=lambda r: r["order"])
     stock = next((r for r in seq if (r["step"], r["variant"]) == MEASURED_SEQUENCE[0]), None)
     for r in rows:
@@ -103,6 +105,21 @@ def _derive(rows: list[dict]) -> None:
             r["previous_requests_per_sec"] = prev["requests_per_sec"]
             if _ok(prev["requests_per_sec"]) and _ok(rps):
                 r["change_vs_previous_pct"] = (rps / prev["requests_per_sec"] - 1.0) * 100.0
+
+
+def _derive_comparisons(rows: list[dict]) -> None:
+    """Steps that compare variants (connectors, JVM): each variant against the step's first one."""
+    for r in rows:
+        r.update(vs_step_first=None, step_first_label=None)
+    for step in {r["step"] for r in rows if r["order"] < 0 and r["step"] != "setup"}:
+        order = [v.name for v in get_step(step).variants]
+        mine = sorted((r for r in rows if r["step"] == step),
+                      key=lambda r: order.index(r["variant"]) if r["variant"] in order else len(order))
+        first = mine[0]
+        for r in mine:
+            r["step_first_label"] = first["label"]
+            if _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
+                r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
 
 
 def _ok(value) -> bool:

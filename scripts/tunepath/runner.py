@@ -40,7 +40,7 @@ def _execute_notebook(step: str, recorder, runs_dir: Path, options) -> Path:
               "live_options": live_options, "runs_dir": str(runs_dir.resolve()),
               "site_dir": str(recorder.dir.resolve())}
     manager = _quiet_kernel_manager()
-    manager.log_path = str(recorder.dir / "notebooks" / "kernel-stderr.log")
+    manager.log_path = str(recorder.dir.parent / f"{recorder.run_id}.kernel-stderr.log")   # not published
     try:
         papermill.execute_notebook(str(ROOT / "notebooks" / s.notebook), str(out), parameters=params,
                                    kernel_name="python3", progress_bar=False, log_output=False,
@@ -92,8 +92,14 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
             raise
         raise TunepathError(f"{reason}. The run is recorded as failed in {path}; the published site is "
                             "unchanged") from None
-    final = RunRecorder.resume(runs_dir, run_id)
-    _finish_ok(final, options)
+    final = _resume(runs_dir, run_id, options)
+    try:
+        _finish_ok(final, options)
+    except TunepathError as exc:
+        final.warn(f"closing the run on the hosts failed: {exc}; run `tunepath restore`")
+    finally:
+        _forget_side_files(runs_dir, run_id)
+        final.finish()
     progress(f"run {run_id}: recorded in {final.final}")
     if build:
         build_site(site_dir=site_dir or ROOT, runs_dir=runs_dir)
@@ -101,66 +107,84 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
 
 
 def _hosts(options):
-    from .hosts import connect, load_inventory
+    from .hosts import load_inventory, open_hosts
 
     inventory = load_inventory(options.hosts_file)
-    server = connect(inventory.server, inventory, options.trust_new_hosts)
-    clients = [connect(c, inventory, options.trust_new_hosts) for c in inventory.clients]
-    return inventory, server, clients
+    return inventory, open_hosts(inventory, options.trust_new_hosts)
+
+
+def _resume(runs_dir: Path, run_id: str, options):
+    from .hosts import load_inventory
+    from .live import masker_for
+    from .recorder import RunRecorder
+
+    return RunRecorder.resume(runs_dir, run_id,
+                              masker=masker_for(load_inventory(options.hosts_file), options, runs_dir, run_id))
+
+
+def _forget_side_files(runs_dir: Path, run_id: str) -> None:
+    from .recorder import INPROGRESS
+
+    for name in (f"{run_id}.mask.json", f"{run_id}.kernel-stderr.log"):
+        (Path(runs_dir) / INPROGRESS / name).unlink(missing_ok=True)
 
 
 def _finish_ok(recorder, options) -> None:
+    """The host back to its original state (forgotten once restored) and the lock released."""
     from .hoststate import release_lock, restore
     from .live import progress
 
-    inventory, server, clients = _hosts(options)
-    try:
+    _, hosts = _hosts(options)
+    with hosts as (server, _clients):
         if options.apply:
-            for line in restore(server):
+            for line in restore(server, forget=True):
                 progress(f"restored {line}")
         release_lock(server, recorder.run_id)
-    finally:
-        for h in [server, *clients]:
-            h.close()
-    recorder.finish()
 
 
 def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
     """End what a failed or interrupted run started, restore, record it as failed."""
     from .hoststate import release_lock, restore
     from .live import _expand_home, cleanup, progress
-    from .recorder import RunRecorder
     from .tomcat import Tomcat
 
     progress(f"run {run_id}: {reason}; cleaning up")
-    recorder = RunRecorder.resume(runs_dir, run_id)
+    recorder = _resume(runs_dir, run_id, options)
     try:
-        inventory, server, clients = _hosts(options)
-        try:
+        _, hosts = _hosts(options)
+        with hosts as (server, clients):
             tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
-            cleanup(server, tomcat, clients, run_id)
-            if options.apply:
-                for line in restore(server):
-                    progress(f"restored {line}")
-            release_lock(server, run_id)
-        finally:
-            for h in [server, *clients]:
-                h.close()
+            try:
+                cleanup(server, tomcat, clients, run_id)
+            finally:
+                if options.apply:
+                    for line in restore(server, forget=True):
+                        progress(f"restored {line}")
+                release_lock(server, run_id)
     except TunepathError as exc:
         recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore`")
     if recorder.record.get("status") != "failed":
         recorder.fail(recorder.record.get("error", {}).get("step") or "run", reason)
+    _forget_side_files(runs_dir, run_id)
     return recorder.finish()
 
 
-def restore_host(options) -> list[str]:
+def restore_host(options, force: bool = False) -> list[str]:
     """``tunepath restore``: the server's original state, server.xml, Tomcat stopped."""
     from .hoststate import restore
     from .live import _expand_home
     from .tomcat import Tomcat
 
-    inventory, server, clients = _hosts(options)
-    try:
+    from .hoststate import LOCK_DIR
+
+    _, hosts = _hosts(options)
+    with hosts as (server, _clients):
+        owner = server.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()
+        if owner and not force:
+            raise TunepathError(f"on {server.name}: a run holds the lock ({owner}); restoring now would pull "
+                                "the host from under it. If that run died, rerun with --force")
+        if owner:
+            server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
         done = []
         tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
         if tomcat.pid():
@@ -170,6 +194,3 @@ def restore_host(options) -> list[str]:
             done.append("server.xml restored from its backup")
         done += restore(server, forget=True)
         return done
-    finally:
-        for h in [server, *clients]:
-            h.close()

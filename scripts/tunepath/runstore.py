@@ -98,6 +98,13 @@ class Run:
         seen |= {s["step"] for s in self.skipped}
         return [s for s in STEP_NAMES if s in seen]
 
+    def record_measurement(self, step: str, variant: str) -> dict:
+        """The run.json entry of a measurement (extra live fields: CPU, JVM warnings …)."""
+        for m in self.record.get("measurements", []):
+            if m["step"] == step and m["variant"] == variant:
+                return m
+        return {}
+
     def measurement(self, step: str, variant: str) -> Measurement | None:
         for m in self.measurements:
             if m.step == step and m.variant == variant:

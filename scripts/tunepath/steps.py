@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Iterable
 
 from .errors import TunepathError
-from .tomcatconf import TomcatConfig
+from .tomcatconf import TomcatConfig, setenv_command
 
 __all__ = [
     "HostContext", "Block", "Variant", "Step", "STEPS", "STEP_NAMES", "MEASURED_SEQUENCE",
@@ -71,6 +71,7 @@ class HostContext:
     warmup_s: int = 0             # a warm-up run before each measurement (the original had none)
     open_loop: bool = True        # wrk2 (-R rate); False for Debian's wrk, which has no -R
     latency_flag: bool = False    # add --latency (percentiles); the original did not
+    java_home: str | None = None  # a JDK other than the server's default `java` (set in bin/setenv.sh)
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":
@@ -120,6 +121,7 @@ class Block:
     text: str
     lang: str = "bash"
     disruptive: bool = False
+    variant: str | None = None   # a block that belongs to one variant (applied with its configuration)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -133,6 +135,7 @@ class Variant:
     label: str
     description: str
     smoke: bool = False        # measured with the smoke-test load instead of the full one
+    requires_java: int = 17    # the lowest Java major version the variant can run on
 
 
 @dataclass(frozen=True)
@@ -168,8 +171,42 @@ STEPS: tuple[Step, ...] = (
     Step(5, "iommu", "IOMMU passthrough", "5-iommu",
          (Variant("iommu-passthrough", "IOMMU passthrough", "iommu.strict=0 iommu.passthrough=1"),),
          ("dmesg-iommu",)),
-    Step(6, "summary", "Summary", "6-summary"),
+    Step(6, "connectors", "Connectors: NIO, NIO2 and virtual threads", "6-connectors",
+         (Variant("nio", "NIO", "Http11NioProtocol with its platform-thread pool"),
+          Variant("nio2", "NIO2", "Http11Nio2Protocol with its platform-thread pool"),
+          Variant("nio-virtual", "NIO, virtual threads", "Http11NioProtocol with useVirtualThreads=\"true\"",
+                  requires_java=21)),
+         ("java-version",)),
+    Step(7, "jvm", "JVM: heap size, garbage collector, large pages", "7-jvm",
+         (Variant("heap-256m", "Heap 256 MB", "-Xms256m -Xmx256m"),
+          Variant("heap-512m", "Heap 512 MB", "-Xms512m -Xmx512m"),
+          Variant("heap-1g", "Heap 1 GB", "-Xms1g -Xmx1g"),
+          Variant("heap-2g", "Heap 2 GB", "-Xms2g -Xmx2g"),
+          Variant("parallel-gc", "Parallel GC, heap 1 GB", "-Xms1g -Xmx1g -XX:+UseParallelGC"),
+          Variant("large-pages", "Large pages, heap 1 GB", "-Xms1g -Xmx1g -XX:+UseLargePages"),
+          Variant("thp", "Transparent huge pages, heap 1 GB", "-Xms1g -Xmx1g -XX:+UseTransparentHugePages")),
+         ("java-version",)),
+    Step(8, "summary", "Summary", "8-summary"),
 )
+
+NIO = "org.apache.coyote.http11.Http11NioProtocol"
+NIO2 = "org.apache.coyote.http11.Http11Nio2Protocol"
+# Steps that compare variants with each other rather than continuing the tuning sequence.
+# Each keeps the access log off (the baseline showed it costs throughput) and changes one thing.
+COMPARISON_CONFIGS: dict[tuple[str, str], TomcatConfig] = {
+    ("connectors", "nio"): TomcatConfig(access_log=False, connector={"protocol": NIO}),
+    ("connectors", "nio2"): TomcatConfig(access_log=False, connector={"protocol": NIO2}),
+    ("connectors", "nio-virtual"): TomcatConfig(access_log=False,
+                                                connector={"protocol": NIO, "useVirtualThreads": "true"}),
+    ("jvm", "heap-256m"): TomcatConfig(access_log=False, jvm_options=("-Xms256m", "-Xmx256m")),
+    ("jvm", "heap-512m"): TomcatConfig(access_log=False, jvm_options=("-Xms512m", "-Xmx512m")),
+    ("jvm", "heap-1g"): TomcatConfig(access_log=False, jvm_options=("-Xms1g", "-Xmx1g")),
+    ("jvm", "heap-2g"): TomcatConfig(access_log=False, jvm_options=("-Xms2g", "-Xmx2g")),
+    ("jvm", "parallel-gc"): TomcatConfig(access_log=False, jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseParallelGC")),
+    ("jvm", "large-pages"): TomcatConfig(access_log=False, jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseLargePages")),
+    ("jvm", "thp"): TomcatConfig(access_log=False,
+                                 jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseTransparentHugePages")),
+}
 STEP_NAMES = tuple(s.name for s in STEPS)
 
 # The measurements that form one host's tuning sequence, in order. The smoke test
@@ -186,12 +223,16 @@ def variant_config(step: str, variant: str, ctx: "HostContext | None" = None) ->
     ctx = ctx or HostContext()
     key = (step, variant)
     if key in (("setup", "smoke"), ("baseline", "stock")):
-        return TomcatConfig()
-    if key == ("baseline", "access-log-off"):
-        return TomcatConfig(access_log=False)
-    if key in MEASURED_SEQUENCE:
-        return TomcatConfig(access_log=False, connector=thread_connector(ctx))
-    raise TunepathError(f"step {step!r} has no variant {variant!r}")
+        config = TomcatConfig()
+    elif key == ("baseline", "access-log-off"):
+        config = TomcatConfig(access_log=False)
+    elif key in MEASURED_SEQUENCE:
+        config = TomcatConfig(access_log=False, connector=thread_connector(ctx))
+    elif key in COMPARISON_CONFIGS:
+        config = COMPARISON_CONFIGS[key]
+    else:
+        raise TunepathError(f"step {step!r} has no variant {variant!r}")
+    return replace(config, java_home=ctx.java_home) if ctx.java_home else config
 
 
 def get_step(name: str) -> Step:
@@ -388,6 +429,23 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             _restart(ctx),
             *_load(ctx),
         ]
+    if step == "connectors":
+        blocks = []
+        for v in get_step(step).variants:
+            cfg = variant_config(step, v.name, ctx)
+            blocks.append(Block(f"connector-{v.name}", "server",
+                                f"{v.label}: the HTTP Connector in {home}/conf/server.xml", connector_xml(cfg.connector),
+                                lang="xml", variant=v.name))
+        return blocks + [_restart(ctx), *_load(ctx)]
+    if step == "jvm":
+        blocks = [Block("hugepages", "server", "How many huge pages the kernel has reserved",
+                        "grep -i huge /proc/meminfo"),
+                  Block("thp", "server", "Whether transparent huge pages are enabled",
+                        "cat /sys/kernel/mm/transparent_hugepage/enabled")]
+        for v in get_step(step).variants:
+            blocks.append(Block(f"setenv-{v.name}", "server", f"{v.label}: JVM options in {home}/bin/setenv.sh",
+                                setenv_command(home, variant_config(step, v.name, ctx)), variant=v.name))
+        return blocks + [_restart(ctx), *_load(ctx)]
     return []
 
 
@@ -398,6 +456,9 @@ VERIFY_COMMANDS = {
     "ethtool-l": lambda ctx: f"ethtool -l {ctx.nic}",
     "numactl-h": lambda ctx: "numactl -H",
     "nic-numa-node": lambda ctx: f"cat /sys/class/net/{ctx.nic}/device/numa_node",
+    "java-version": lambda ctx: f"{ctx.java_home + '/bin/' if ctx.java_home else ''}java -version 2>&1",
+    "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
+    "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
 }
 
 
@@ -407,6 +468,3 @@ def verify_command(name: str, ctx: HostContext | None = None) -> str:
     except KeyError:
         raise TunepathError(f"unknown verification {name!r}") from None
 
-
-def with_overrides(ctx: HostContext, **changes) -> HostContext:
-    return replace(ctx, **changes)

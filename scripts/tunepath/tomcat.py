@@ -14,14 +14,13 @@ import re
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TunepathError
 from .hosts import Host
-from .tomcatconf import TomcatConfig, render_server_xml, render_setenv
+from .tomcatconf import TomcatConfig, render_server_xml, setenv_command
 
-__all__ = ["Tomcat", "StartInfo", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "sha512_of"]
+__all__ = ["Tomcat", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "sha512_of"]
 
 TOMCAT_VERSION = "11.0.10"
 # SHA-512 of apache-tomcat-11.0.10.tar.gz as served by Maven Central
@@ -47,15 +46,6 @@ def java_major(version_output: str) -> int | None:
         return None
     major = int(m.group(1))
     return int(m.group(2) or 0) if major == 1 else major
-
-
-@dataclass
-class StartInfo:
-    nofile: int | None
-    nofile_wanted: int
-    warnings: list[str]
-    pid: int | None
-    ready_after_s: float
 
 
 class Tomcat:
@@ -102,16 +92,28 @@ class Tomcat:
         return r.stdout.strip().splitlines()[0]
 
     def install(self, tarball: Path | None = None, url: str | None = None, sha512: str | None = None) -> str:
-        """Install from a local tarball (uploaded) or a URL fetched on the host; checksum verified."""
+        """Install from a local tarball (uploaded) or a URL fetched on the host; checksum verified.
+
+        Never replaces an existing directory: a home that holds something other than this
+        Tomcat version is an error to resolve by hand. ``home`` must be an absolute path.
+        """
         have = self.installed_version()
         want = re.search(r"(\d+\.\d+\.\d+)", str(tarball or url or ""))
         if have and (not want or have == want.group(1)):
             return have
+        home = shlex.quote(self.home)
+        if self.host.run(f"test -e {home}", check=False, timeout=15).exited == 0:
+            raise TunepathError(f"on {self.host.name}: {self.home} exists but holds no Tomcat "
+                                f"{want.group(1) if want else ''} (found {have or 'something else'}); "
+                                "move it away or choose another --tomcat-home")
         if not sha512:
             raise TunepathError("refusing to install Tomcat without a SHA-512 checksum to verify")
-        parent = str(Path(self.home).parent) if not self.home.startswith("~") else \
-            "~/" + str(Path(self.home[2:]).parent) if "/" in self.home[2:] else "~"
-        remote = "~/.tunepath/cache/" + (tarball.name if tarball else url.rsplit("/", 1)[-1])
+        if url and re.match(r"^[a-z]+://[^/]*@", url):
+            raise TunepathError("the Tomcat URL carries credentials: they would be recorded; use a plain URL "
+                                "or upload a local tarball")
+        name = tarball.name if tarball else url.rsplit("/", 1)[-1]
+        remote = f"~/.tunepath/cache/{name}"
+        qremote = f"~/.tunepath/cache/{shlex.quote(name)}"
         self.host.run("mkdir -p ~/.tunepath/cache", timeout=30)
         if tarball:
             if sha512_of(tarball) != sha512:
@@ -119,20 +121,20 @@ class Tomcat:
                                     "release; delete it and fetch it again")
             self.host.put(tarball, remote)
         elif url:
-            self.host.run(f"curl -fsSL --retry 2 -o {remote} {shlex.quote(url)} || wget -qO {remote} "
+            self.host.run(f"curl -fsSL --retry 2 -o {qremote} {shlex.quote(url)} || wget -qO {qremote} "
                           f"{shlex.quote(url)}", timeout=600,
                           hint="the server could not download Tomcat; upload a local tarball instead")
         else:
             raise TunepathError("Tomcat install needs a tarball or a URL")
-        got = self.host.run(f"sha512sum {remote}", timeout=120).stdout.split()[0]
+        got = self.host.run(f"sha512sum {qremote}", timeout=120).stdout.split()[0]
         if got != sha512:
-            self.host.run(f"rm -f {remote}", check=False)
+            self.host.run(f"rm -f {qremote}", check=False)
             raise TunepathError(f"on {self.host.name}: SHA-512 of {remote} is {got[:16]}…, expected "
                                 f"{sha512[:16]}…: download corrupted or not the release; nothing installed")
-        top = self.host.run(f"tar tzf {remote} | head -1", timeout=60).stdout.strip().split("/")[0]
-        self.host.run(f"mkdir -p {parent} && tar xzf {remote} -C {parent}", timeout=300)
-        if f"{parent.rstrip('/')}/{top}" != self.home:
-            self.host.run(f"rm -rf {self.home} && mv {parent}/{top} {self.home}", timeout=60)
+        # unpack beside the target, then move the one top-level directory into place
+        self.host.run(f"parent=$(dirname {home}); mkdir -p \"$parent\" && tmp=$(mktemp -d \"$parent/.tunepath-unpack.XXXX\") "
+                      f"&& tar xzf {qremote} -C \"$tmp\" && set -- \"$tmp\"/* && [ $# = 1 ] && mv \"$1\" {home} "
+                      f"&& rmdir \"$tmp\"", timeout=300, hint="the tarball should hold one apache-tomcat-* directory")
         version = self.installed_version()
         if not version:
             raise TunepathError(f"on {self.host.name}: Tomcat unpacked but {self.home}/bin/version.sh fails")
@@ -141,14 +143,19 @@ class Tomcat:
     def open_examples(self) -> None:
         """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones)."""
         ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
-        self.host.run(f"test -f {ctx}.tunepath-orig || cp -p {ctx} {ctx}.tunepath-orig; "
+        self.host.run(f"test -f {ctx}{BACKUP_SUFFIX} || cp -p {ctx} {ctx}{BACKUP_SUFFIX}; "
                       f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}", timeout=30)
 
     # -- configuration -------------------------------------------------------------------
     def backup(self) -> None:
-        """Save the original server.xml once; every configuration is rendered from it."""
+        """Save the original server.xml (and an existing bin/setenv.sh) once; every configuration
+        is rendered from the saved server.xml."""
+        setenv = f"{self.home}/bin/setenv.sh"
         self.host.run(f"test -f {self.server_xml}{BACKUP_SUFFIX} || cp -p {self.server_xml} "
-                      f"{self.server_xml}{BACKUP_SUFFIX}", timeout=30)
+                      f"{self.server_xml}{BACKUP_SUFFIX}; "
+                      f"if [ ! -e {setenv}{BACKUP_SUFFIX} ] && [ ! -e {setenv}.tunepath-none ]; then "
+                      f"if [ -f {setenv} ]; then cp -p {setenv} {setenv}{BACKUP_SUFFIX}; "
+                      f"else touch {setenv}.tunepath-none; fi; fi", timeout=30)
 
     def original_server_xml(self) -> str:
         self.backup()
@@ -165,21 +172,21 @@ class Tomcat:
         finally:
             local.unlink(missing_ok=True)
         self.host.run(f"mv {self.server_xml}.tunepath-new {self.server_xml}", timeout=30)
-        setenv = render_setenv(config)
-        if setenv:
-            self.host.run(f"cat > {self.home}/bin/setenv.sh <<'TUNEPATH_EOF'\n{setenv}TUNEPATH_EOF\n"
-                          f"chmod +x {self.home}/bin/setenv.sh", timeout=30)
-        else:
-            self.host.run(f"rm -f {self.home}/bin/setenv.sh", timeout=30)
+        self.host.run(setenv_command(self.home, config), timeout=30)
         return text
 
     def restore_config(self) -> bool:
-        """Put the original server.xml back and remove setenv.sh; True if anything changed."""
+        """Put back the original server.xml, bin/setenv.sh and the examples webapp's context.xml;
+        True if anything changed. The backups stay: they are the originals for the next run."""
+        setenv = f"{self.home}/bin/setenv.sh"
+        ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
         r = self.host.run(
-            f"if [ -f {self.server_xml}{BACKUP_SUFFIX} ]; then "
-            f"cmp -s {self.server_xml}{BACKUP_SUFFIX} {self.server_xml} && echo same || "
-            f"{{ cp -p {self.server_xml}{BACKUP_SUFFIX} {self.server_xml} && echo restored; }}; fi; "
-            f"rm -f {self.home}/bin/setenv.sh", timeout=30, check=False)
+            f"for f in {self.server_xml} {ctx}; do if [ -f $f{BACKUP_SUFFIX} ]; then "
+            f"cmp -s $f{BACKUP_SUFFIX} $f || {{ cp -p $f{BACKUP_SUFFIX} $f && echo restored; }}; fi; done; "
+            f"if [ -f {setenv}{BACKUP_SUFFIX} ]; then cmp -s {setenv}{BACKUP_SUFFIX} {setenv} || "
+            f"{{ cp -p {setenv}{BACKUP_SUFFIX} {setenv} && echo restored; }}; "
+            f"elif [ -e {setenv}.tunepath-none ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi",
+            timeout=30, check=False)
         return "restored" in r.stdout
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -187,24 +194,6 @@ class Tomcat:
         r = self.host.run(f"test -f {self.pidfile} && pid=$(cat {self.pidfile}) && kill -0 $pid 2>/dev/null "
                           f"&& echo $pid", check=False, timeout=15)
         return int(r.stdout.strip()) if r.stdout.strip().isdigit() else None
-
-    def start(self, nofile: int = 65535, ready_timeout: float = 90) -> StartInfo:
-        if self.pid():
-            self.stop()
-        script = (self._env() +
-                  f"hard=$(ulimit -Hn); if [ \"$hard\" = unlimited ] || [ \"$hard\" -ge {nofile} ]; then "
-                  f"ulimit -n {nofile}; else ulimit -n \"$hard\"; fi; echo \"nofile=$(ulimit -n)\"; "
-                  f"{self.home}/bin/startup.sh")
-        r = self.host.run(script, timeout=60, hint=f"see {self.home}/logs/catalina.out on the server")
-        m = re.search(r"nofile=(\d+)", r.stdout)
-        got = int(m.group(1)) if m else None
-        warnings = []
-        if got is not None and got < nofile:
-            warnings.append(f"open-file limit on {self.host.name} is {got}, below the {nofile} the original "
-                            f"path asks for (the hard limit is lower): `ulimit -n {nofile} && startup.sh` would "
-                            "have started nothing; started with the highest allowed value instead")
-        waited = self.wait_ready(ready_timeout)
-        return StartInfo(got, nofile, warnings, self.pid(), waited)
 
     def wait_ready(self, timeout: float = 90) -> float:
         """Poll the benchmark URL until it answers 200; returns the seconds it took."""

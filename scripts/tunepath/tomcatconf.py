@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .errors import TunepathError
 
 __all__ = ["TomcatConfig", "ConfigError", "render_server_xml", "validate_server_xml", "render_setenv",
+           "setenv_command",
            "CONNECTOR_ATTRIBUTES", "PROTOCOLS"]
 
 ACCESS_LOG_CLASS = "org.apache.catalina.valves.AccessLogValve"
@@ -50,6 +51,7 @@ class TomcatConfig:
     executor: dict[str, str] | None = None
     jvm_options: tuple[str, ...] = ()
     port: int = 8080          # the HTTP Connector's port in the original server.xml
+    java_home: str | None = None   # a JDK other than the one on PATH (bin/setenv.sh sets JAVA_HOME)
 
     def describe(self) -> str:
         parts = []
@@ -61,12 +63,14 @@ class TomcatConfig:
             parts.append("Executor " + ", ".join(f"{k}={v}" for k, v in self.executor.items()))
         if self.jvm_options:
             parts.append("JVM " + " ".join(self.jvm_options))
+        if self.java_home:
+            parts.append(f"JAVA_HOME {self.java_home}")
         return "; ".join(parts) or "stock configuration"
 
     def to_dict(self) -> dict:
         return {"access_log": self.access_log, "connector": dict(self.connector),
                 "executor": dict(self.executor) if self.executor else None,
-                "jvm_options": list(self.jvm_options), "port": self.port}
+                "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home}
 
 
 def _split_prolog(text: str) -> tuple[str, str]:
@@ -146,11 +150,23 @@ def validate_server_xml(text: str, port: int = 8080) -> None:
 
 
 def render_setenv(config: TomcatConfig) -> str | None:
-    """``bin/setenv.sh`` for the JVM options, or None when there are none."""
-    if not config.jvm_options:
+    """``bin/setenv.sh`` for the JVM options and JDK, or None when there is nothing to set."""
+    if not config.jvm_options and not config.java_home:
         return None
     for opt in config.jvm_options:
         if not opt.startswith("-"):
             raise ConfigError(f"JVM option {opt!r} must start with '-'")
-    return ("#!/bin/sh\n# written by tunepath; removed when the configuration is restored\n"
-            f"CATALINA_OPTS={shlex.quote(' '.join(config.jvm_options))}\n")
+    lines = ["#!/bin/sh", "# written by tunepath; removed when the configuration is restored"]
+    if config.java_home:
+        lines.append(f"JAVA_HOME={shlex.quote(config.java_home)}")
+    if config.jvm_options:
+        lines.append(f"CATALINA_OPTS={shlex.quote(' '.join(config.jvm_options))}")
+    return "\n".join(lines) + "\n"
+
+
+def setenv_command(home: str, config: TomcatConfig) -> str:
+    """The shell command that writes (or removes) ``bin/setenv.sh`` for ``config``."""
+    text = render_setenv(config)
+    if text is None:
+        return f"rm -f {home}/bin/setenv.sh"
+    return f"cat > {home}/bin/setenv.sh <<'EOF'\n{text}EOF"
