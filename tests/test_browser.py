@@ -28,7 +28,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 SCREENSHOTS = ARTIFACTS / "screenshots"
-STEPS = ["1-setup", "2-baseline", "3-nic-queues", "4-numa", "5-iommu", "6-summary"]
+from tunepath.steps import STEPS as _STEPS
+STEPS = [s.page for s in _STEPS]          # the pages, in the order of the path
 LP_URL = f"/{LP_PATH}/"
 EXPECTED_PATHS = [LP_URL] + [f"{LP_URL}{s}/" for s in STEPS]
 TIMEOUT_MS = 15_000
@@ -316,11 +317,11 @@ def test_summary_narrow_viewport(browser, site_url):
     try:
         pg = context.new_page()
         mon = Monitor().attach(pg)
-        resp = pg.goto(site_url + f"{LP_URL}6-summary/")
+        resp = pg.goto(site_url + f"{LP_URL}{STEPS[-1]}/")
         assert resp is not None and resp.status == 200
         pg.wait_for_load_state("load")
         broken = broken_images(pg)
-        screenshot(pg, "6-summary-390px")
+        screenshot(pg, f"{STEPS[-1]}-390px")
         info = pg.evaluate(NARROW_OVERFLOW)
         assert info["innerWidth"] == 390, info["innerWidth"]
         assert info["scrollWidth"] <= info["innerWidth"] + 1, (

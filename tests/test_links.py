@@ -40,7 +40,8 @@ AUTOLOAD = {"src", "srcset", "poster", "data"}
 AUTOLOAD_LINK_RELS = {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload",
                       "modulepreload", "prefetch", "manifest", "mask-icon"}
 
-LP_STEPS = ["1-setup", "2-baseline", "3-nic-queues", "4-numa", "5-iommu", "6-summary"]
+from tunepath.steps import STEPS as _STEPS
+LP_STEPS = [s.page for s in _STEPS]
 
 
 @dataclass

@@ -54,6 +54,14 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
         return fmt.rate(rps(*prev)) if prev else ""
     if field == "previous_label":
         return next(v.label for v in get_step(prev[0]).variants if v.name == prev[1]) if prev else ""
+    if field in ("vs_step_first", "step_first_label"):
+        if step == "setup" or any(step == s for s, _ in MEASURED_SEQUENCE):
+            return ""
+        order = [v.name for v in get_step(step).variants]
+        first = next(v for v in order if run.measurement(step, v))
+        if field == "step_first_label":
+            return next(v.label for v in get_step(step).variants if v.name == first)
+        return fmt.speedup(r.requests_per_sec / rps(step, first))
     if field == "cpus_online":
         return m.cpus_online or fmt.NA
     raise AssertionError(f"figure field {field!r} has no independent check yet: add one here")
@@ -76,7 +84,7 @@ def test_stock_baseline_figure_is_data_bound(built_site):
 @pytest.mark.parametrize("page", [""] + STEP_PAGES)
 def test_figures_on_pages_equal_parsed_values(built_site, page):
     figures = scan(built_site.page(page)).figures
-    if page in STEP_PAGES[:-1] or page == "6-summary":
+    if page:
         assert figures, f"{page}: no data-bound figure at all"
     for attrs, text in figures:
         want = expected_display(attrs["data-run"], attrs["data-step"], attrs["data-variant"], attrs["data-field"])
@@ -140,8 +148,8 @@ def test_hosts_are_never_one_series(built_site):
 
 
 def test_summary_says_what_the_numa_step_did(built_site):
-    html = built_site.page("6-summary").read_text()
-    numa = [t for a, t in scan(built_site.page("6-summary")).figures
+    html = built_site.page(STEP_PAGES[-1]).read_text()
+    numa = [t for a, t in scan(built_site.page(STEP_PAGES[-1])).figures
             if a["data-step"] == "numa" and a["data-run"] == "reference-aws-c8g" and a["data-field"] == "change_vs_previous_pct"]
     assert numa and numa[0].startswith(fmt.MINUS), "the NUMA step lowered throughput on aws-c8g"
     assert "queueing" in html.lower() or "queue" in html.lower()

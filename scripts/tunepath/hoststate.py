@@ -47,12 +47,12 @@ def preflight(host: Host, block: Block, facts: dict, same_machine: bool) -> Pref
         return Preflight(False, f"needs root on {host.name}, and sudo is not allowed without a password")
     bid = block.id
     if bid in ("offline-cpus", "move-cpus"):
-        cpus = re.findall(r"cpu\$\{no\}", block.text)
-        if "for no in ;" in block.text or not cpus:
-            return Preflight(False, "no CPU to change")
         if bid == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
             return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
                                     "node to move to")
+        cpus = re.findall(r"cpu\$\{no\}", block.text)
+        if "for no in ;" in block.text or not cpus:
+            return Preflight(False, "no CPU to change")
         r = host.run("ls /sys/devices/system/cpu/cpu*/online 2>/dev/null | head -1; "
                      "test -w /sys/devices/system/cpu/cpu1/online && echo writable", check=False, timeout=15)
         if "writable" not in r.stdout:
