@@ -39,7 +39,7 @@ def report_files():
 
 def is_report(path: Path) -> bool:
     text = path.read_text()
-    return "requests in" in text or "Requests/sec" in text
+    return "requests in" in text or "Requests/sec" in text or "Complete requests:" in text
 
 
 # --- every real output: the CLI contract -----------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from conftest import LP_PATH, ROOT
 from htmlscan import scan
 from tunepath import formatting as fmt
-from tunepath.parser import parse_file
+from tunepath.reports import parse_report_file
 from tunepath.runstore import RunStore
 from tunepath.steps import MEASURED_SEQUENCE, STEPS, get_step, plan
 
@@ -29,9 +29,9 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
     run = STORE.load(run_id)
     m = run.measurement(step, variant)
     assert m is not None, f"page shows {run_id}/{step}/{variant}, which the run did not record"
-    r = parse_file(m.stdout)
+    r = parse_report_file(m.stdout, m.tool)
     seq = [(s, v) for s, v in MEASURED_SEQUENCE if run.measurement(s, v)]
-    rps = lambda s, v: parse_file(run.measurement(s, v).stdout).requests_per_sec  # noqa: E731
+    rps = lambda s, v: parse_report_file(run.measurement(s, v).stdout, run.measurement(s, v).tool).requests_per_sec  # noqa: E731
     prev = seq[seq.index((step, variant)) - 1] if (step, variant) in seq and seq.index((step, variant)) > 0 else None
     if field == "requests_per_sec":
         return fmt.rate(r.requests_per_sec)
@@ -62,6 +62,9 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
         if field == "step_first_label":
             return next(v.label for v in get_step(step).variants if v.name == first)
         return fmt.speedup(r.requests_per_sec / rps(step, first))
+    if field in ("client_cpu_per_req", "server_cpu_per_req"):
+        cpu = run.record_measurement(step, variant).get("client_cpu_s" if field.startswith("client") else "tomcat_cpu_s")
+        return fmt.micros(cpu / r.requests * 1e6) if cpu is not None and r.requests else fmt.NA
     if field == "cpus_online":
         return m.cpus_online or fmt.NA
     raise AssertionError(f"figure field {field!r} has no independent check yet: add one here")
@@ -95,7 +98,7 @@ def test_no_benchmark_figure_is_typed_into_content():
     shown = set()
     for run in STORE.load_all():
         for m in run.measurements:
-            r = parse_file(m.stdout)
+            r = parse_report_file(m.stdout, m.tool)
             shown |= {fmt.rate(r.requests_per_sec), f"{r.requests_per_sec:.2f}", fmt.count(r.requests)}
     text = "\n".join(p.read_text() for p in (ROOT / "content").rglob("*.md"))
     assert [s for s in shown if s in text] == []

@@ -1,6 +1,6 @@
 """The ``tunepath`` command.
 
-    tunepath parse FILE            one wrk/wrk2 report as JSON (``-`` reads stdin)
+    tunepath parse FILE            one wrk/wrk2 (or ab, JMeter) report as JSON (``-`` reads stdin)
     tunepath steps                 the learning path's steps, in order
     tunepath plan STEP [--run ID]  the exact commands a step runs, for a recorded run's hosts
     tunepath build [--site-dir D] [--steps LIST] [--no-hugo]
@@ -27,14 +27,15 @@ from .errors import TunepathError as UserError, is_expected
 
 
 def _cmd_parse(args) -> int:
-    from .parser import ParseError, parse, parse_file
+    from .parser import ParseError
+    from .reports import parse_report, parse_report_file
 
     source = "stdin" if args.file == "-" else args.file
     try:
         if args.file == "-":
-            report = parse(sys.stdin.buffer.read().decode("utf-8", errors="replace"))
+            report = parse_report(sys.stdin.buffer.read().decode("utf-8", errors="replace"), args.tool)
         else:
-            report = parse_file(args.file)
+            report = parse_report_file(args.file, args.tool)
     except FileNotFoundError:
         raise UserError(f"{source}: no such file")
     except IsADirectoryError:
@@ -139,6 +140,8 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("parse", help="parse a wrk/wrk2 report into JSON")
     sp.add_argument("file", help="the report (stdout of wrk or wrk2); - for stdin")
     sp.add_argument("--compact", action="store_true", help="one line of JSON")
+    sp.add_argument("--tool", choices=["wrk2", "wrk", "ab", "jmeter"], default=None,
+                    help="the tool that printed it (default: recognised from the text)")
     sp.set_defaults(func=_cmd_parse)
 
     sp = sub.add_parser("steps", help="list the steps of the learning path")

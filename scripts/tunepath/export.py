@@ -60,6 +60,8 @@ def display(row: dict) -> dict:
         "offered_rate": fmt.rate(_num(row["offered_rate"])).removesuffix(".00")
         if _num(row["offered_rate"]) else fmt.NA,
         "vs_step_first": fmt.speedup(_num(row["vs_step_first"])),
+        "client_cpu_per_req": fmt.micros(_num(row["client_cpu_us_per_req"])),
+        "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),
         "step_first_label": row["step_first_label"] or "",
     }
 

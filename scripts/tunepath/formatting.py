@@ -61,3 +61,8 @@ def bytes_per_sec(b) -> str:
         if b >= scale:
             return f"{b / scale:,.2f} {unit}/s"
     return f"{b:,.0f} B/s"
+
+
+def micros(us) -> str:
+    """CPU time per request: ``12.345`` → ``12.3 µs``."""
+    return NA if _missing(us) else f"{us:,.1f} µs"

@@ -27,6 +27,7 @@ disruptive steps are skipped by their preflight) instead of a password in a file
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import socket
@@ -164,6 +165,7 @@ class CommandResult:
     duration_s: float
     timeout: float = 0.0
     timed_out: bool = False
+    child_cpu_s: float | None = None     # user + system CPU of the command's processes (child_times)
 
     @property
     def ok(self) -> bool:
@@ -181,7 +183,8 @@ class Host:
         return self.spec.label
 
     def run(self, command: str, timeout: float = DEFAULT_TIMEOUT, sudo: bool = False, check: bool = True,
-            hint: str = "", pidfile: str | None = None, as_written: bool = False) -> CommandResult:
+            hint: str = "", pidfile: str | None = None, as_written: bool = False,
+            child_times: bool = False) -> CommandResult:
         """Run ``command`` with bash on the host. With ``pidfile``, the command's process group
         id is written there first, so :meth:`kill_group` can end it from another connection.
         ``as_written``: a command from a page, run exactly as printed; where root has no sudo
@@ -189,7 +192,11 @@ class Host:
         wrapped = self._sudo(command) if sudo else command
         if as_written:
             wrapped = SUDO_SHIM + wrapped
+        if child_times:   # the CPU the command's processes used, from bash's `times`, on stderr
+            wrapped = f"{wrapped}\n__rc=$?; echo '{TIMES_MARK}' >&2; times >&2; exit $__rc"
         result = self._run(wrapped, timeout, display=command, pidfile=pidfile)
+        if child_times:
+            result.stderr, result.child_cpu_s = _split_times(result.stderr)
         if sudo and result.exited != 0 and "a password is required" in result.stderr:
             raise TunepathError(f"on {self.name}: `{command}` needs root, and sudo asks for a password: "
                                 "allow this user passwordless sudo for the tuning commands")
@@ -230,6 +237,22 @@ class Host:
 
     def __exit__(self, *exc):
         self.close()
+
+
+TIMES_MARK = "@@tunepath-times@@"
+
+
+def _split_times(stderr: str) -> tuple[str, float | None]:
+    """Remove the `times` report from stderr; return the children's user + system seconds."""
+    head, mark, tail = stderr.rpartition(TIMES_MARK + "\n")
+    if not mark:
+        return stderr, None
+    lines = tail.strip().splitlines()
+    total = None
+    if len(lines) >= 2:
+        secs = [int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", lines[1])]
+        total = round(sum(secs), 3) if secs else None
+    return head, total
 
 
 class LocalHost(Host):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import re
+import tempfile
 import time
 import json
 from contextlib import ExitStack, contextmanager
@@ -33,7 +34,8 @@ from .hoststate import (REBOOT_BLOCKS, boot_id, check_lock, preflight, restore, 
                         wait_for_reboot)
 from .loadgen import LoadTool, detect, get_profile
 from .recorder import Masker, RunRecorder
-from .steps import HostContext, get_step, parse_cpu_list, plan, variant_config, verify_command
+from .steps import (JMETER_PLAN, LOAD_TOOLS, HostContext, get_step, parse_cpu_list, plan, variant_config,
+                    verify_command)
 from .tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat
 
 __all__ = ["LiveOptions", "Session", "run_step", "live_context", "progress"]
@@ -47,6 +49,7 @@ DISRUPTIVE_NEEDS = {
 # blocks whose failure to run does not invalidate the measurement (the baseline still
 # measures on a host whose IOMMU or CPU count cannot be aligned: the page says so)
 OPTIONAL = {("baseline", "iommu-strict"), ("baseline", "offline-cpus")}
+CLIENT_VERIFICATIONS = {"load-generator-versions"}     # checked on the client, not the server
 
 
 def progress(message: str) -> None:
@@ -352,11 +355,12 @@ def _disruptive(session: Session, step: str, block) -> tuple[bool, str]:
 def _verify(session: Session, step: str) -> None:
     for name in get_step(step).verifications:
         cmd = verify_command(name, session.ctx)
-        r = session.server.run(cmd, check=False, timeout=60, as_written=True)
+        role = "client" if name in CLIENT_VERIFICATIONS else "server"
+        r = session.host(role).run(cmd, check=False, timeout=60, as_written=True)
         if r.exited == 0 and r.stdout.strip():
-            session.recorder.verification(step, name, "server", cmd, r.stdout)
+            session.recorder.verification(step, name, role, cmd, r.stdout)
         else:
-            session.recorder.block(step, f"verify-{name}", "server", cmd, "skipped",
+            session.recorder.block(step, f"verify-{name}", role, cmd, "skipped",
                                    reason=(r.stderr.strip().splitlines() or ["no output"])[-1])
 
 
@@ -384,15 +388,25 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
     if "warm-up" in blocks and not smoke:
         progress(f"{step}/{variant}: warm-up {session.ctx.warmup_s} s")
         _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60)
-    load = blocks["smoke-test"] if smoke else blocks["load"]
+    load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
+    tool_name = variant if step == "load-generators" else session.tool.name
+    if step == "load-generators" and variant == "jmeter":
+        plan_file = Path(tempfile.mkstemp(suffix=".jmx")[1])
+        try:
+            plan_file.write_text(blocks["jmeter-plan"].text + "\n", encoding="utf-8")
+            session.client.run("mkdir -p ~/.tunepath", timeout=15)
+            session.client.put(plan_file, JMETER_PLAN)
+        finally:
+            plan_file.unlink(missing_ok=True)
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
-    progress(f"{step}/{variant}: measuring for {duration} s with {session.tool.name}")
+    progress(f"{step}/{variant}: measuring for {duration} s with {tool_name}")
     hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
     before = [cpu_sample(h) for h in hosts]
     cpu0 = tomcat.cpu_seconds()
     pidfile = load_pidfile(session.client, session.run_id)
     session.client.run("mkdir -p ~/.tunepath", timeout=15)
-    result = session.client.run(load.text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True)
+    result = session.client.run(load.text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
+                                child_times=True)
     session.client.run(f"rm -f {pidfile}", check=False, timeout=15)
     online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     cpu1 = tomcat.cpu_seconds()
@@ -403,12 +417,21 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
         util["client"] = "same machine as the server"
     rec.block(step, load.id, "client", load.text, "ran", exit_status=result.exited,
               duration_s=round(result.duration_s, 3))
-    rec.measurement(step, variant, result.stdout, result.stderr, result.exited, load.text, session.tool.name,
+    if tool_name == "jmeter" and "summary =" not in result.stdout:
+        # JMeter ran but measured nothing: keep its output as evidence, not as a measurement
+        why = (re.search(r"^(Error in NonGUIDriver.*|.*Exception.*)$", result.stdout + result.stderr, re.M)
+               or re.search(r"(.+)", (result.stdout + result.stderr).strip() or "no output"))
+        rec.verification(step, "jmeter-attempt", "client", load.text, result.stdout + result.stderr)
+        rec.skipped(step, variant, f"JMeter ran but produced no summary: {why.group(1).strip()}")
+        progress(f"{step}/{variant}: skipped (JMeter produced no summary)")
+        tomcat.stop()
+        return
+    rec.measurement(step, variant, result.stdout, result.stderr, result.exited, load.text, tool_name,
                     cpus_online=online or None, config=config.to_dict(),
                     cpu_utilisation=util,
                     tomcat_cpu_s=round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None,
                     nofile=int(nofile) if nofile.isdigit() else None, ready_after_s=round(waited, 2),
-                    jvm_warnings=jvm_warnings)
+                    jvm_warnings=jvm_warnings, client_cpu_s=result.child_cpu_s)
     if not result.ok:
         from .hosts import CommandFailed
 
@@ -453,6 +476,12 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             for variant in get_step(step).variants:
                 needs = DISRUPTIVE_NEEDS.get(step, {}).get(variant.name, [])
                 missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
+                if step == "load-generators":
+                    binary = LOAD_TOOLS[variant.name]
+                    if session.client.run(f"command -v {binary}", check=False, timeout=15).exited != 0:
+                        missing.append(f"{binary} is not installed on the client" + (
+                            " (wrk2 is in no package registry: build it with --build-wrk2 on an x86_64 client)"
+                            if binary == "wrk2" else ""))
                 java = _java_major(session)
                 if variant.requires_java > (java or 0):
                     missing.append(f"needs Java {variant.requires_java} or later; the server runs Java {java} "

@@ -13,7 +13,7 @@ import re
 
 import pandas as pd
 
-from .parser import parse_file
+from .reports import parse_report_file
 from .runstore import Run
 from .steps import MEASURED_SEQUENCE, get_step
 
@@ -25,7 +25,8 @@ COLUMNS = [
     "requests_per_sec", "transfer_per_sec_bytes", "latency_avg_ms", "latency_stdev_ms", "latency_max_ms",
     "p50_ms", "p99_ms", "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors",
     "speedup_vs_stock", "change_vs_previous_pct", "previous_variant", "previous_label",
-    "previous_requests_per_sec", "vs_step_first", "step_first_label", "jvm_warnings", "warnings", "raw",
+    "previous_requests_per_sec", "vs_step_first", "step_first_label", "jvm_warnings",
+    "client_cpu_us_per_req", "server_cpu_us_per_req", "warnings", "raw",
 ]
 
 _RATE = re.compile(r"(?:^|\s)(?:-R\s*|--rate[= ])(\d+(?:\.\d+)?)([kKmMgG]?)\b")
@@ -60,7 +61,7 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
     for run in runs:
         run_rows = []
         for m in run.measurements:
-            report = parse_file(m.stdout)
+            report = parse_report_file(m.stdout, m.tool)
             flat = report.to_row()
             tool = m.tool or report.tool
             run_rows.append({
@@ -79,6 +80,10 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
                 "errors": flat["socket_errors_total"],
                 "warnings": list(report.warnings),
                 "jvm_warnings": list(run.record_measurement(m.step, m.variant).get("jvm_warnings", [])),
+                "client_cpu_us_per_req": _per_request(run.record_measurement(m.step, m.variant).get("client_cpu_s"),
+                                                      flat["requests"]),
+                "server_cpu_us_per_req": _per_request(run.record_measurement(m.step, m.variant).get("tomcat_cpu_s"),
+                                                      flat["requests"]),
                 "raw": str(m.stdout.relative_to(run.path.parent)),
             })
         _derive(run_rows)
@@ -120,6 +125,13 @@ def _derive_comparisons(rows: list[dict]) -> None:
             r["step_first_label"] = first["label"]
             if _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
                 r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
+
+
+def _per_request(cpu_s, requests) -> float | None:
+    """CPU seconds spent over requests served, in microseconds per request."""
+    if cpu_s is None or not requests:
+        return None
+    return cpu_s / requests * 1e6
 
 
 def _ok(value) -> bool:

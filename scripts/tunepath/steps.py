@@ -12,6 +12,7 @@ stores its context, so a page shows the commands as they were run on that host.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Iterable
 
 from .errors import TunepathError
@@ -186,7 +187,13 @@ STEPS: tuple[Step, ...] = (
           Variant("large-pages", "Large pages, heap 1 GB", "-Xms1g -Xmx1g -XX:+UseLargePages"),
           Variant("thp", "Transparent huge pages, heap 1 GB", "-Xms1g -Xmx1g -XX:+UseTransparentHugePages")),
          ("java-version",)),
-    Step(8, "summary", "Summary", "8-summary"),
+    Step(8, "load-generators", "Load generators: wrk2, wrk, ab and JMeter", "8-load-generators",
+         (Variant("wrk2", "wrk2 (open loop, constant rate)", "wrk2 at a constant offered rate, latency corrected"),
+          Variant("wrk", "wrk (closed loop)", "Debian's wrk: each connection sends when the last answer arrived"),
+          Variant("ab", "ab (ApacheBench, keep-alive)", "ApacheBench from apache2-utils, one thread, keep-alive"),
+          Variant("jmeter", "JMeter (non-GUI)", "Apache JMeter in non-GUI mode, one thread group")),
+         ("load-generator-versions",)),
+    Step(9, "summary", "Summary", "9-summary"),
 )
 
 NIO = "org.apache.coyote.http11.Http11NioProtocol"
@@ -206,7 +213,11 @@ COMPARISON_CONFIGS: dict[tuple[str, str], TomcatConfig] = {
     ("jvm", "large-pages"): TomcatConfig(access_log=False, jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseLargePages")),
     ("jvm", "thp"): TomcatConfig(access_log=False,
                                  jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseTransparentHugePages")),
+    **{("load-generators", v): TomcatConfig(access_log=False) for v in ("wrk2", "wrk", "ab", "jmeter")},
 }
+LOAD_TOOLS = {"wrk2": "wrk2", "wrk": "wrk", "ab": "ab", "jmeter": "jmeter"}   # variant → binary
+JMETER_PLAN = "~/.tunepath/jmeter-plan.jmx"
+JMETER_PLAN_XML = (Path(__file__).parent / "templates" / "jmeter-plan.jmx").read_text(encoding="utf-8").rstrip("\n")
 STEP_NAMES = tuple(s.name for s in STEPS)
 
 # The measurements that form one host's tuning sequence, in order. The smoke test
@@ -385,7 +396,7 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             Block("build-wrk2", "client", "Build wrk2 from source (x86_64 client)",
                   "sudo apt-get install -y build-essential libssl-dev zlib1g-dev git\n"
                   "git clone https://github.com/giltene/wrk2.git && cd wrk2 && make\n"
-                  "sudo cp wrk /usr/local/bin/wrk"),
+                  "sudo cp wrk /usr/local/bin/wrk && sudo cp wrk /usr/local/bin/wrk2"),
             Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
         ]
     if step == "baseline":
@@ -446,6 +457,24 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             blocks.append(Block(f"setenv-{v.name}", "server", f"{v.label}: JVM options in {home}/bin/setenv.sh",
                                 setenv_command(home, variant_config(step, v.name, ctx)), variant=v.name))
         return blocks + [_restart(ctx), *_load(ctx)]
+    if step == "load-generators":
+        d, c, t = ctx.duration_s, ctx.connections, ctx.threads
+        return [
+            Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
+                  f"{ctx.raise_nofile}\nwrk2 -c{c} -t{t} -R{ctx.rate} -d{d} --latency {ctx.url}", variant="wrk2"),
+            Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
+                  f"{ctx.raise_nofile}\nwrk -c{c} -t{t} -d{d} --latency {ctx.url}", variant="wrk"),
+            Block("load-ab", "client", "ab: one thread, keep-alive, for the same time",
+                  f"{ctx.raise_nofile}\nab -k -c {c} -t {d} -n 100000000 {ctx.url}", variant="ab"),
+            Block("jmeter-plan", "client", f"JMeter: save this test plan as {JMETER_PLAN} on the client",
+                  JMETER_PLAN_XML, lang="xml", variant="jmeter"),
+            Block("load-jmeter", "client", "JMeter: non-GUI mode, one thread per connection, for the same time",
+                  f"{ctx.raise_nofile}\njmeter -n -t {JMETER_PLAN} -Jthreads={c} -Jduration={d} "
+                  f"-Jhost={ctx.server_address} -Jport={ctx.port} -Jpath={ctx.path} -j ~/.tunepath/jmeter.log",
+                  variant="jmeter"),
+            _restart(ctx),
+            *_load(ctx)[:-1],       # the warm-up (by wrk); each variant then runs its own tool
+        ]
     return []
 
 
@@ -459,6 +488,8 @@ VERIFY_COMMANDS = {
     "java-version": lambda ctx: f"{ctx.java_home + '/bin/' if ctx.java_home else ''}java -version 2>&1",
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
+    "load-generator-versions": lambda ctx: "wrk2 -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "
+                                           "jmeter --version 2>&1 | tail -1",
 }
 
 
