@@ -224,3 +224,33 @@ def test_masker_replaces_whole_names_only():
     assert m("vm runs a JVM on kvm at http://10.1.2.3:8080 not 10.1.2.30") == \
         "server runs a JVM on kvm at http://server:8080 not 10.1.2.30"
     assert m({"a": ["vm"]}) == {"a": ["server"]}
+
+
+# --- the proxy step -----------------------------------------------------------------------------
+def test_proxy_plan_shows_a_placeholder_never_a_secret():
+    from tunepath.proxy import httpd_conf
+    from tunepath.tomcatconf import ajp_attributes
+
+    blocks = {b.id: b for b in plan("proxy", HostContext(httpd_dir="/srv/httpd"))}
+    assert 'secret="AJP_SECRET_GENERATED_PER_RUN"' in blocks["ajp-connector"].text
+    assert "ProxyPass /examples/ ajp://127.0.0.1:8009/examples/ secret=AJP_SECRET_GENERATED_PER_RUN" \
+        in blocks["httpd-ajp"].text
+    assert "ProxyPass /examples/ http://127.0.0.1:8080/examples/" in blocks["httpd-http"].text
+    assert blocks["load-http"].text.endswith(":8081/examples/servlets/servlet/HelloWorldExample")
+    assert blocks["load-direct"].text.endswith(":8080/examples/servlets/servlet/HelloWorldExample")
+    assert httpd_conf("http", "/srv/httpd").startswith("# tunepath") and "Listen 127.0.0.1:8081" in \
+        httpd_conf("ajp", "/srv/httpd")
+    with pytest.raises(ConfigError, match="at least 16"):
+        ajp_attributes("short")
+    with pytest.raises(TunepathError, match="unknown proxy mode"):
+        httpd_conf("jk", "/srv/httpd")
+
+
+def test_ajp_connector_is_loopback_only_and_requires_the_secret():
+    secret = "0123456789abcdefXYZ_-"
+    text = render_server_xml(STOCK_XML, variant_config("proxy", "ajp", HostContext(ajp_secret=secret)))
+    assert (f'<Connector protocol="AJP/1.3" address="127.0.0.1" port="8009" secretRequired="true" '
+            f'secret="{secret}"') in text
+    masked = Masker()
+    masked.add(secret, "AJP_SECRET_GENERATED_PER_RUN")
+    assert secret not in masked(text) and "AJP_SECRET_GENERATED_PER_RUN" in masked(text)

@@ -20,13 +20,18 @@ PATTERNS = {
 }
 
 
+PLACEHOLDER = "AJP_SECRET_GENERATED_PER_RUN"     # what pages show instead of the per-run AJP secret
+
+
 def scan(root: Path) -> list[str]:
     hits = []
     for path in root.rglob("*"):
         if not path.is_file() or path.suffix in (".png", ".woff", ".woff2"):
             continue
         text = path.read_text(errors="replace")
-        hits += [f"{path.relative_to(root)}: {name}" for name, rx in PATTERNS.items() if rx.search(text)]
+        for name, rx in PATTERNS.items():
+            found = [m.group(0) for m in rx.finditer(text) if PLACEHOLDER not in m.group(0)]
+            hits += [f"{path.relative_to(root)}: {name}: {found[0][:40]}"] if found else []
     return hits
 
 

@@ -266,7 +266,8 @@ class LocalHost(Host):
         if pidfile:
             command = f"echo $$ > {pidfile}; exec bash -c {shlex.quote(command)}"
         proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                cwd=os.path.expanduser("~"))     # as over SSH: commands start at home
         try:
             out, err = proc.communicate(None, timeout=timeout)
             timed_out = False

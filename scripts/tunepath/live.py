@@ -125,7 +125,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         connections=max(threads, round(profile.connections * scale)), rate=max(1, round(profile.rate * scale)),
         duration_s=profile.duration_s, smoke_threads=1, smoke_connections=smoke.connections,
         smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
-        open_loop=tool.open_loop, latency_flag=True)
+        open_loop=tool.open_loop, latency_flag=True,
+        httpd_dir=server.run("echo $HOME", timeout=15).stdout.strip() + "/.tunepath/httpd")
 
 
 def open_session(run_id: str, runs_dir: Path, options: LiveOptions) -> Session:
@@ -290,9 +291,12 @@ def load_pidfile(client: Host, run_id: str) -> str:
 def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
     """Stop load generators and Tomcat, and put the configuration back. Safe to call twice;
     every part is tried even when another fails."""
+    from .proxy import Httpd
+
     problems = []
+    httpd = Httpd(server, _expand_home(server, "~/.tunepath/httpd"))
     for action in [*(lambda c=c: c.kill_group(load_pidfile(c, run_id)) for c in clients),
-                   tomcat.stop, tomcat.restore_config]:
+                   httpd.stop, httpd.shred_conf, tomcat.stop, tomcat.restore_config]:
         try:
             action()
         except TunepathError as exc:
@@ -385,6 +389,15 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
         rec.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below {session.ctx.nofile}); "
                  f"`ulimit -n {session.ctx.nofile} && startup.sh` would have started nothing here")
     progress(f"{step}/{variant}: Tomcat ready after {waited:.1f} s")
+    httpd = None
+    if step == "proxy" and variant != "direct":
+        from .proxy import Httpd
+
+        httpd = Httpd(session.server, session.ctx.httpd_dir)
+        httpd.stop()
+        _run_block(session, step, blocks[f"httpd-{variant}"], timeout=60)
+        httpd.wait_ready()
+        progress(f"{step}/{variant}: httpd answers on port 8081")
     if "warm-up" in blocks and not smoke:
         progress(f"{step}/{variant}: warm-up {session.ctx.warmup_s} s")
         _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60)
@@ -411,6 +424,9 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
     online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     cpu1 = tomcat.cpu_seconds()
     after = [cpu_sample(h) for h in hosts]
+    if httpd:
+        httpd.stop()
+        httpd.shred_conf()
     util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a)
             for i, (b, a) in enumerate(zip(before, after))}
     if session.inventory.same_machine:
@@ -454,6 +470,12 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
                 _setup(session)
                 return
             _ensure_tomcat(session, step)
+            if step == "proxy":
+                import secrets
+
+                secret = secrets.token_urlsafe(24)
+                session.ctx = replace(session.ctx, ajp_secret=secret)
+                session.recorder.mask.add(secret, HostContext().ajp_secret)
             blocked: dict[str, str] = {}
             for block in plan(step, session.ctx):
                 if block.disruptive:
@@ -476,6 +498,12 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
             for variant in get_step(step).variants:
                 needs = DISRUPTIVE_NEEDS.get(step, {}).get(variant.name, [])
                 missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
+                if step == "proxy" and variant.name != "direct":
+                    from .proxy import Httpd
+
+                    why = Httpd(session.server, session.ctx.httpd_dir).available()
+                    if why:
+                        missing.append(why)
                 if step == "load-generators":
                     binary = LOAD_TOOLS[variant.name]
                     if session.client.run(f"command -v {binary}", check=False, timeout=15).exited != 0:

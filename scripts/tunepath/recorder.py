@@ -39,6 +39,10 @@ class Masker:
                       for k, v in sorted(((k, v) for k, v in (replacements or {}).items() if k and k != v),
                                          key=lambda kv: -len(kv[0]))]
 
+    def add(self, secret: str, placeholder: str) -> None:
+        """Mask ``secret`` wherever it appears (not only as a whole name)."""
+        self.pairs.insert(0, (re.compile(re.escape(secret)), placeholder))
+
     def __call__(self, value):
         if not self.pairs:
             return value

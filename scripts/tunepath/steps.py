@@ -73,6 +73,8 @@ class HostContext:
     open_loop: bool = True        # wrk2 (-R rate); False for Debian's wrk, which has no -R
     latency_flag: bool = False    # add --latency (percentiles); the original did not
     java_home: str | None = None  # a JDK other than the server's default `java` (set in bin/setenv.sh)
+    ajp_secret: str = "AJP_SECRET_GENERATED_PER_RUN"   # live runs use a random one, never recorded
+    httpd_dir: str = "~/.tunepath/httpd"
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":
@@ -193,7 +195,12 @@ STEPS: tuple[Step, ...] = (
           Variant("ab", "ab (ApacheBench, keep-alive)", "ApacheBench from apache2-utils, one thread, keep-alive"),
           Variant("jmeter", "JMeter (non-GUI)", "Apache JMeter in non-GUI mode, one thread group")),
          ("load-generator-versions",)),
-    Step(9, "summary", "Summary", "9-summary"),
+    Step(9, "proxy", "A proxy in front: Apache httpd with mod_proxy_http and mod_proxy_ajp", "9-proxy",
+         (Variant("direct", "Tomcat direct", "the client talks to Tomcat's HTTP connector"),
+          Variant("http", "httpd + mod_proxy_http", "Apache httpd forwards HTTP to Tomcat's HTTP connector"),
+          Variant("ajp", "httpd + mod_proxy_ajp", "Apache httpd forwards AJP to Tomcat's AJP connector (with a secret)")),
+         ()),
+    Step(10, "summary", "Summary", "10-summary"),
 )
 
 NIO = "org.apache.coyote.http11.Http11NioProtocol"
@@ -214,6 +221,8 @@ COMPARISON_CONFIGS: dict[tuple[str, str], TomcatConfig] = {
     ("jvm", "thp"): TomcatConfig(access_log=False,
                                  jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseTransparentHugePages")),
     **{("load-generators", v): TomcatConfig(access_log=False) for v in ("wrk2", "wrk", "ab", "jmeter")},
+    ("proxy", "direct"): TomcatConfig(access_log=False),
+    ("proxy", "http"): TomcatConfig(access_log=False),
 }
 LOAD_TOOLS = {"wrk2": "wrk2", "wrk": "wrk", "ab": "ab", "jmeter": "jmeter"}   # variant → binary
 JMETER_PLAN = "~/.tunepath/jmeter-plan.jmx"
@@ -241,6 +250,8 @@ def variant_config(step: str, variant: str, ctx: "HostContext | None" = None) ->
         config = TomcatConfig(access_log=False, connector=thread_connector(ctx))
     elif key in COMPARISON_CONFIGS:
         config = COMPARISON_CONFIGS[key]
+    elif key == ("proxy", "ajp"):
+        config = TomcatConfig(access_log=False, ajp_secret=ctx.ajp_secret)
     else:
         raise TunepathError(f"step {step!r} has no variant {variant!r}")
     return replace(config, java_home=ctx.java_home) if ctx.java_home else config
@@ -475,6 +486,28 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             _restart(ctx),
             *_load(ctx)[:-1],       # the warm-up (by wrk); each variant then runs its own tool
         ]
+    if step == "proxy":
+        from .proxy import PROXY_PORT, httpd_conf
+        from .tomcatconf import ajp_attributes
+
+        proxied = ctx.url.replace(f":{ctx.port}/", f":{PROXY_PORT}/")
+        blocks = [Block("ajp-connector", "server", f"The AJP Connector added to {home}/conf/server.xml",
+                        _element("Connector", ajp_attributes(ctx.ajp_secret)), lang="xml", variant="ajp")]
+        for mode in ("http", "ajp"):
+            conf = httpd_conf(mode, ctx.httpd_dir, ctx.port, ctx.ajp_secret)
+            blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {PROXY_PORT} "
+                                f"with mod_proxy_{mode}",
+                                f"mkdir -p {ctx.httpd_dir} && cat > {ctx.httpd_dir}/httpd.conf <<'EOF'\n{conf}EOF\n"
+                                f"apache2 -f {ctx.httpd_dir}/httpd.conf -k start", variant=mode))
+        blocks.append(_restart(ctx))
+        blocks += _load(ctx)[:-1]
+        for v, url in (("direct", ctx.url), ("http", proxied), ("ajp", proxied)):
+            rate = f" -R{ctx.rate}" if ctx.open_loop else ""
+            latency = " --latency" if ctx.latency_flag else ""
+            blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
+                                f"{ctx.raise_nofile}\n{ctx.load_generator} -c{ctx.connections} -t{ctx.threads}{rate} "
+                                f"-d{ctx.duration_s}{latency} {url}", variant=v))
+        return blocks
     return []
 
 

@@ -52,6 +52,7 @@ class TomcatConfig:
     jvm_options: tuple[str, ...] = ()
     port: int = 8080          # the HTTP Connector's port in the original server.xml
     java_home: str | None = None   # a JDK other than the one on PATH (bin/setenv.sh sets JAVA_HOME)
+    ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:8009 requiring this secret
 
     def describe(self) -> str:
         parts = []
@@ -65,12 +66,15 @@ class TomcatConfig:
             parts.append("JVM " + " ".join(self.jvm_options))
         if self.java_home:
             parts.append(f"JAVA_HOME {self.java_home}")
+        if self.ajp_secret:
+            parts.append("AJP connector on 127.0.0.1:8009 with a secret")
         return "; ".join(parts) or "stock configuration"
 
     def to_dict(self) -> dict:
         return {"access_log": self.access_log, "connector": dict(self.connector),
                 "executor": dict(self.executor) if self.executor else None,
-                "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home}
+                "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home,
+                "ajp": bool(self.ajp_secret)}     # the secret itself is never recorded
 
 
 def _split_prolog(text: str) -> tuple[str, str]:
@@ -107,7 +111,7 @@ def _check_attrs(kind: str, attrs: dict, allowed: set) -> None:
 
 def render_server_xml(original: str, config: TomcatConfig) -> str:
     """``original`` with ``config`` applied; never edits an already-edited file."""
-    if config.access_log and not config.connector and not config.executor:
+    if config.access_log and not config.connector and not config.executor and not config.ajp_secret:
         validate_server_xml(original, config.port)
         return original                      # the stock file, byte for byte
     prolog, body = _split_prolog(original)
@@ -131,9 +135,24 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
         execu.tail = "\n    "
         service.insert(list(service).index(conn), execu)
         conn.set("executor", name)
+    if config.ajp_secret:
+        ajp = ET.Element("Connector", ajp_attributes(config.ajp_secret))
+        ajp.tail = "\n    "
+        service.insert(list(service).index(conn) + 1, ajp)
     text = prolog + ET.tostring(root, encoding="unicode") + "\n"
     validate_server_xml(text, int(config.connector.get("port", config.port)))
     return text
+
+
+AJP_PORT = 8009
+
+
+def ajp_attributes(secret: str) -> dict[str, str]:
+    """Tomcat's AJP connector, on loopback only, refusing requests without the secret."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", secret):
+        raise ConfigError("the AJP secret must be at least 16 letters, digits, '-' or '_'")
+    return {"protocol": "AJP/1.3", "address": "127.0.0.1", "port": str(AJP_PORT), "secretRequired": "true",
+            "secret": secret, "redirectPort": "8443"}
 
 
 def validate_server_xml(text: str, port: int = 8080) -> None:
