@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from .hosts import Host
+from .hoststate import current_queues_command
 from .runstore import FACT_KEYS
 
 __all__ = ["gather_facts", "CpuSample", "cpu_sample", "cpu_utilisation"]
@@ -26,13 +27,16 @@ sec kernel_cmdline; cat /proc/cmdline 2>/dev/null
 sec iommu; (dmesg 2>&1 || sudo -n dmesg 2>&1) | grep -iE 'iommu: (Default domain|DMA domain)|Operation not permitted|not allowed' | head -5
 sec nic; dev=$(ip -o route show default 2>/dev/null | awk '{for(i=1;i<=NF;i++) if($i=="dev"){print $(i+1); exit}}'); echo "name=$dev"; \
   if [ -n "$dev" ]; then echo "numa_node=$(cat /sys/class/net/$dev/device/numa_node 2>/dev/null)"; \
-  (ethtool -l "$dev" 2>&1 | awk '/Current hardware settings/{c=1} c && /Combined/{print "queues=" $2; exit}') || true; \
+  echo "queues=$(@QUEUES@)"; \
   command -v ethtool >/dev/null || echo "no_ethtool=1"; fi
 sec os; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
 sec java_version; java -version 2>&1 | head -1
 sec nofile_limit; echo "soft=$(ulimit -n) hard=$(ulimit -Hn)"
 sec end
 """
+
+
+_SCRIPT = _SCRIPT.replace("@QUEUES@", current_queues_command('"$dev"'))
 
 
 def _sections(text: str) -> dict[str, str]:

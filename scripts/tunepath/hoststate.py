@@ -36,6 +36,12 @@ class Preflight:
     reason: str = ""
 
 
+def current_queues_command(nic: str) -> str:
+    """Prints the NIC's current number of combined queues (nothing if the driver has none)."""
+    return (f"ethtool -l {nic} 2>/dev/null | awk '/Current hardware settings/{{c=1}} "
+            "c && /Combined/{print $2; exit}'")
+
+
 def _can_root(host: Host) -> bool:
     r = host.run("[ \"$(id -u)\" = 0 ] || sudo -n true", check=False, timeout=15)
     return r.exited == 0
@@ -97,8 +103,7 @@ def save_original_state(host: Host, facts: dict) -> dict:
               f"test -f {GRUB_DROP_IN} && echo grub_dropin=$(base64 -w0 {GRUB_DROP_IN}); "
               "echo cmdline=$(cat /proc/cmdline | base64 -w0)")
     if nic:
-        script += (f"; ethtool -l {shlex.quote(nic)} 2>/dev/null | awk '/Current hardware settings/{{c=1}} "
-                   f"c && /Combined/{{print \"queues=\" $2; exit}}'")
+        script += f"; echo queues=$({current_queues_command(shlex.quote(nic))})"
     out = dict(re.findall(r"^(\w+)=(.*)$", host.run(script, check=False, timeout=30).stdout, re.M))
     state = {"cpus_online": out.get("online"), "nic": nic,
              "nic_queues": int(out["queues"]) if out.get("queues", "").isdigit() else None,
@@ -134,8 +139,7 @@ def restore(host: Host, forget: bool = False) -> list[str]:
             done.append(f"CPUs online again: {cpu_ranges(want)}")
     if state.get("nic") and state.get("nic_queues") and host.run(
             f"test -e /sys/class/net/{shlex.quote(state['nic'])}", check=False, timeout=15).exited == 0:
-        r = host.run(f"ethtool -l {shlex.quote(state['nic'])} 2>/dev/null | awk '/Current hardware settings/"
-                     "{c=1} c && /Combined/{print $2; exit}'", check=False, timeout=15)
+        r = host.run(current_queues_command(shlex.quote(state["nic"])), check=False, timeout=15)
         if r.stdout.strip().isdigit() and int(r.stdout.strip()) != state["nic_queues"]:
             host.run(f"ethtool -L {shlex.quote(state['nic'])} combined {state['nic_queues']}", sudo=True, timeout=60)
             done.append(f"{state['nic']}: {state['nic_queues']} combined queues again")

@@ -62,6 +62,7 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
         run_rows = []
         for m in run.measurements:
             report = parse_report_file(m.stdout, m.tool)
+            extra = run.record_measurement(m.step, m.variant)
             flat = report.to_row()
             tool = m.tool or report.tool
             run_rows.append({
@@ -79,11 +80,9 @@ def measurements_frame(runs: list[Run]) -> pd.DataFrame:
                 "socket_errors_total": flat["socket_errors_total"], "non_2xx_3xx": flat["non_2xx_3xx"],
                 "errors": flat["socket_errors_total"],
                 "warnings": list(report.warnings),
-                "jvm_warnings": list(run.record_measurement(m.step, m.variant).get("jvm_warnings", [])),
-                "client_cpu_us_per_req": _per_request(run.record_measurement(m.step, m.variant).get("client_cpu_s"),
-                                                      flat["requests"]),
-                "server_cpu_us_per_req": _per_request(run.record_measurement(m.step, m.variant).get("tomcat_cpu_s"),
-                                                      flat["requests"]),
+                "jvm_warnings": list(extra.get("jvm_warnings", [])),
+                "client_cpu_us_per_req": _per_request(extra.get("client_cpu_s"), flat["requests"]),
+                "server_cpu_us_per_req": _per_request(extra.get("tomcat_cpu_s"), flat["requests"]),
                 "raw": str(m.stdout.relative_to(run.path.parent)),
             })
         _derive(run_rows)
