@@ -28,16 +28,36 @@ def runs_copy(tmp_path):
 
 
 def test_reference_raw_outputs_are_the_published_bytes():
+    """Reference runs hold the shared outputs byte for byte: the published ones
+    (``original_file`` under reference/published/) and the recorded sandbox sweep."""
     need_shared()
-    published = FIXTURES.parent / "reference" / "published"
+    reference = FIXTURES.parent / "reference"
+    checked = 0
     for run in RunStore(RUNS).load_all():
         if run.kind != "reference":
             continue
+        original = json.loads((run.path / "run.json").read_text())
         for m in run.measurements:
-            original = json.loads((run.path / "run.json").read_text())
-            name = next(x["original_file"] for x in original["measurements"]
-                        if x["step"] == m.step and x["variant"] == m.variant)
-            assert m.stdout.read_bytes() == (published / name).read_bytes(), name
+            entry = next(x for x in original["measurements"] if x["step"] == m.step and x["variant"] == m.variant)
+            source = (reference / "published" / entry["original_file"] if "original_file" in entry
+                      else reference / entry["source"])
+            assert m.stdout.read_bytes() == source.read_bytes(), source
+            checked += 1
+    assert checked >= 17      # 8 published outputs + the 10-point sandbox sweep (one is the smoke test)
+
+
+def test_recorded_sweep_matches_its_commands_and_plan():
+    """The imported sandbox sweep: each command as its .cmd file says, and as the step's plan renders it."""
+    need_shared()
+    from tunepath.steps import plan
+
+    run = RunStore(RUNS).load("sandbox-wrk2-rate-sweep")
+    blocks = {b.id: b.text for b in plan("rate-sweep", run.context)}
+    sweep = FIXTURES.parent / "reference" / "sandbox-wrk2-rate-sweep"
+    assert len(run.measurements) == len(list(sweep.glob("rate-*.cmd"))) == 10
+    for m in run.measurements:
+        cmd = (sweep / f"{m.variant}.cmd").read_text().splitlines()[0]
+        assert m.command == cmd == blocks[f"load-{m.variant}"]
 
 
 def test_derived_figures_stay_within_a_run():

@@ -3,8 +3,9 @@
     tunepath parse FILE            one wrk/wrk2 (or ab, JMeter) report as JSON (``-`` reads stdin)
     tunepath steps                 the learning path's steps, in order
     tunepath plan STEP [--run ID]  the exact commands a step runs, for a recorded run's hosts
-    tunepath build [--site-dir D] [--steps LIST] [--no-hugo]
-                                   replay every step's notebook, write data + charts, run Hugo
+    tunepath build [--site-dir D] [--steps LIST] [--no-hugo] [--no-cache]
+                                   replay every step's notebook (only those whose inputs
+                                   changed), write data + charts, run Hugo
     tunepath run [--hosts FILE] [--steps LIST] [--profile smoke|quick|full] [--apply] …
                                    run the path live on your hosts, record a run, rebuild the site
     tunepath restore [--hosts FILE] return the server to the state saved before the first change
@@ -74,7 +75,8 @@ def _cmd_build(args) -> int:
 
     steps = args.steps.split(",") if args.steps else None
     build_site(site_dir=Path(args.site_dir), runs_dir=Path(args.runs_dir) if args.runs_dir else None,
-               steps=steps, with_hugo=not args.no_hugo, destination=args.destination)
+               steps=steps, with_hugo=not args.no_hugo, destination=args.destination,
+               use_cache=not args.no_cache)
     return 0
 
 
@@ -87,6 +89,18 @@ def _abs(path: str | None, what: str) -> str | None:
     return str(p)
 
 
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
+
+
 def _live_options(args):
     from .live import LiveOptions
 
@@ -95,7 +109,12 @@ def _live_options(args):
                        trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
                        tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
                        tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port,
-                       build_wrk2=getattr(args, "build_wrk2", False), java_home=args.java_home)
+                       build_wrk2=getattr(args, "build_wrk2", False), java_home=args.java_home,
+                       all_clients=not getattr(args, "first_client_only", False),
+                       repetitions=getattr(args, "repetitions", None),
+                       max_repetitions=getattr(args, "max_repetitions", None),
+                       ci_target_pct=getattr(args, "ci_target", None),
+                       step_budget_s=getattr(args, "step_budget", None))
 
 
 def _cmd_run(args) -> int:
@@ -159,12 +178,25 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--steps", default=None, help="comma-separated step names (default: all)")
     sp.add_argument("--destination", default=None, help="Hugo output dir (default: SITE_DIR/public)")
     sp.add_argument("--no-hugo", action="store_true", help="stop after data and charts")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="execute every notebook, even those whose notebook, parameters, runs and "
+                         "package are unchanged since the last build (the cache is refreshed)")
     sp.set_defaults(func=_cmd_build)
 
     sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
     _host_args(sp)
     sp.add_argument("--steps", default=None, help="comma-separated steps (default: all but the summary)")
     sp.add_argument("--profile", default="quick", help="smoke (seconds, tests), quick (default), full (original)")
+    sp.add_argument("--repetitions", type=_positive_int, default=None, metavar="N",
+                    help="at least N interleaved repetitions per configuration (default: the profile's)")
+    sp.add_argument("--max-repetitions", type=_positive_int, default=None, metavar="N",
+                    help="at most N repetitions (default: the profile's)")
+    sp.add_argument("--ci-target", type=float, default=None, metavar="PCT",
+                    help="stop repeating once every 95 %% interval is within ±PCT %% of its median (default 5)")
+    sp.add_argument("--step-budget", type=float, default=None, metavar="SECONDS",
+                    help="stop repeating when a step has used this long (default: the profile's)")
+    sp.add_argument("--first-client-only", action="store_true",
+                    help="with several clients in the inventory, drive the load from the first only")
     sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
     sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
     sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import formatting as fmt
+from .results import sort_key
 from .runstore import Run
 from .steps import MEASURED_SEQUENCE, STEPS, get_step, plan, verify_command
 
@@ -63,6 +64,22 @@ def display(row: dict) -> dict:
         "client_cpu_per_req": fmt.micros(_num(row["client_cpu_us_per_req"])),
         "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),
         "step_first_label": row["step_first_label"] or "",
+        "repetitions": fmt.repetitions(_num(row.get("n"))),
+        "rps_interval": fmt.rate_interval(_num(row.get("rps_low")), _num(row.get("rps_high"))),
+        "rps_cv": fmt.cv(_num(row.get("rps_cv"))),
+        "cpu_interval": fmt.micros_interval(_num(row.get("cpu_low")), _num(row.get("cpu_high"))),
+        "cpu_cv": fmt.cv(_num(row.get("cpu_cv"))),
+        "change_interval": fmt.pct_interval(_num(row.get("change_low")), _num(row.get("change_high"))),
+        "change_significance": fmt.significance(_clean(row.get("change_significant"))),
+        "vs_first_interval": fmt.ratio_interval(_num(row.get("vs_first_low")), _num(row.get("vs_first_high"))),
+        "vs_first_significance": fmt.significance(_clean(row.get("vs_first_significant"))),
+        "cpu_vs_first": fmt.speedup(_num(row.get("cpu_vs_first"))),
+        "cpu_vs_first_interval": fmt.ratio_interval(_num(row.get("cpu_vs_first_low")),
+                                                    _num(row.get("cpu_vs_first_high"))),
+        "cpu_vs_first_significance": fmt.significance(_clean(row.get("cpu_vs_first_significant"))),
+        "latency_p50": fmt.latency(_num(row.get("p50_ms"))),
+        "latency_p90": fmt.latency(_num(row.get("p90_ms"))),
+        "latency_p999": fmt.latency(_num(row.get("p99.9_ms"))),
     }
 
 
@@ -80,7 +97,30 @@ def measurement_entry(row: dict) -> dict:
         "previous": row["previous_variant"], "raw": row["raw"],
         "warnings": list(row["warnings"]), "jvm_warnings": list(row["jvm_warnings"] or []),
         "vs_step_first": _num(row["vs_step_first"]), "display": display(row),
+        "n": _num(row.get("n")) or 1, "interval_level": _num(row.get("interval_level")),
+        "rps_low": _num(row.get("rps_low")), "rps_high": _num(row.get("rps_high")),
+        "rps_cv": _num(row.get("rps_cv")),
+        "server_cpu_us_per_req": _num(row.get("server_cpu_us_per_req")),
+        "client_cpu_us_per_req": _num(row.get("client_cpu_us_per_req")),
+        "flags": [_flag_entry(f) for f in row.get("flags") or []],
+        "repetitions": [_clean(dict(r, display={"requests_per_sec": fmt.rate(_num(r["requests_per_sec"])),
+                                                "server_cpu_per_req": fmt.micros(_num(r["server_cpu_us_per_req"])),
+                                                "latency_p99": fmt.latency(_num(r["p99_ms"]))}))
+                        for r in row.get("repetitions") or []],
+        "clients": [_clean(dict(c, display={"requests_per_sec": fmt.rate(_num(c["requests_per_sec"])),
+                                            "latency_p99": fmt.latency(_num(c["p99_ms"]))}))
+                    for c in row.get("clients") or []],
+        "latency_merge": _clean(row.get("latency_merge")),
     })
+
+
+def _flag_entry(flag: dict) -> dict:
+    """A noise flag as a page shows it: beside the figure (``field``) it concerns."""
+    text = flag["text"]
+    if flag.get("repetition"):
+        text = f"repetition {flag['repetition']}: {text}"
+    return _clean({"code": flag["code"], "field": flag["field"], "severity": flag.get("severity", "warning"),
+                   "host": flag.get("host"), "repetition": flag.get("repetition"), "text": text})
 
 
 def _versions(run: Run) -> dict:
@@ -111,7 +151,7 @@ def run_header(run: Run, step: str | None = None) -> dict:
     commands = [m.command for m in run.measurements if step is None or m.step == step]
     return _clean({
         "run_id": run.run_id, "kind": run.kind, "status": run.record["status"],
-        "label": run.record.get("label", run.run_id),
+        "label": run.record.get("label", run.run_id), "kind_label": run.record.get("kind_label"),
         "server": run.server["name"], "server_desc": run.server.get("description", ""),
         "client": run.client.get("description", run.client["name"]),
         "same_machine": run.same_machine,
@@ -125,9 +165,7 @@ def run_header(run: Run, step: str | None = None) -> dict:
 def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
     """One run's part of a step's data: header, measurements, commands, verification."""
     rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
-    order = [v.name for v in get_step(step).variants]
-    rows = sorted(rows.to_dict("records"), key=lambda r: order.index(r["variant"])
-                  if r["variant"] in order else len(order))
+    rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(run, step, r["variant"]))
     verification = {}
     for v in run.verifications:
         if v.step == step:
@@ -142,6 +180,7 @@ def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
         "verification_commands": {name: verify_command(name, run.context)
                                   for name in get_step(step).verifications},
         "skipped": [s for s in run.skipped if s["step"] == step],
+        "repetitions_info": (run.record.get("repetitions") or {}).get(step),
     })
     return block
 
@@ -200,7 +239,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
              "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
                               "requests_per_sec": _num(r["requests_per_sec"]), "display": display(r)})
                       for r in sorted(others[others.step == step].to_dict("records"),
-                                      key=lambda r: [v.name for v in get_step(step).variants].index(r["variant"]))]}
+                                      key=lambda r: sort_key(run, r["step"], r["variant"]))]}
             for step in [s.name for s in STEPS if s.name in set(others.step)]]
         hosts.append(entry)
     return {"notebook": notebook, "hosts": hosts}

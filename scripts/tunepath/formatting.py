@@ -66,3 +66,41 @@ def bytes_per_sec(b) -> str:
 def micros(us) -> str:
     """CPU time per request: ``12.345`` → ``12.3 µs``."""
     return NA if _missing(us) else f"{us:,.1f} µs"
+
+
+def _range(lo: str, hi: str) -> str:
+    return f"{lo} – {hi}" if lo and hi else ""
+
+
+def rate_interval(low, high) -> str:
+    """A confidence interval of requests per second: ``45,100 – 49,800``."""
+    return "" if _missing(low) or _missing(high) else _range(f"{low:,.0f}", f"{high:,.0f}")
+
+
+def micros_interval(low, high) -> str:
+    return "" if _missing(low) or _missing(high) else _range(f"{low:,.1f}", f"{high:,.1f} µs")
+
+
+def ratio_interval(low, high) -> str:
+    return "" if _missing(low) or _missing(high) else _range(f"{low:.2f}×", f"{high:.2f}×")
+
+
+def pct_interval(low, high) -> str:
+    """``−3.10 % to +5.20 %``."""
+    return "" if _missing(low) or _missing(high) else f"{percent_change(low)} to {percent_change(high)}"
+
+
+def cv(value) -> str:
+    """Coefficient of variation as a percentage: ``0.0321`` → ``3.2 %``."""
+    return "" if _missing(value) else f"{value * 100:.1f} %"
+
+
+def significance(flag) -> str:
+    """``True`` → ``significant``; ``False`` → ``not significant``; unknown → empty."""
+    if flag is None or (isinstance(flag, float) and math.isnan(flag)):
+        return ""
+    return "significant" if flag else "not significant"
+
+
+def repetitions(n) -> str:
+    return "" if _missing(n) or int(n) <= 1 else f"{int(n)}"

@@ -34,8 +34,8 @@ from .hoststate import (REBOOT_BLOCKS, boot_id, check_lock, preflight, restore, 
                         wait_for_reboot)
 from .loadgen import LoadTool, detect, get_profile
 from .recorder import Masker, RunRecorder
-from .steps import (JMETER_PLAN, LOAD_TOOLS, HostContext, get_step, parse_cpu_list, plan, variant_config,
-                    verify_command)
+from .steps import (ANALYSIS_STEPS, JMETER_PLAN, LOAD_TOOLS, HostContext, get_step, parse_cpu_list, plan,
+                    step_variants, variant_config, verify_command)
 from .tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat
 
 __all__ = ["LiveOptions", "Session", "run_step", "live_context", "progress"]
@@ -69,6 +69,11 @@ class LiveOptions:
     tomcat_url: str | None = None
     http_port: int = 8080
     build_wrk2: bool = False       # build wrk2 from source on the client (needs internet; x86_64)
+    all_clients: bool = True       # several clients in the inventory: drive the load from all at once
+    repetitions: int | None = None        # interleaved repetitions, at least (default: the profile's)
+    max_repetitions: int | None = None    # … at most
+    ci_target_pct: float | None = None    # stop once every interval is this narrow (% of the median)
+    step_budget_s: float | None = None    # … or when a step has used this many seconds
     java_home: str | None = None   # a JDK on the server other than its default `java` (e.g. 21+ for virtual threads)
 
 
@@ -86,6 +91,7 @@ class Session:
     tomcat: Tomcat
     ctx: HostContext
     facts: dict = field(default_factory=dict)
+    repeating: bool = False
 
     @property
     def client(self) -> Host:
@@ -284,8 +290,10 @@ def step_guard(session: Session, step: str):
         raise
 
 
-def load_pidfile(client: Host, run_id: str) -> str:
-    return f"{_expand_home(client, '~')}/.tunepath/load-{run_id}.pid"
+def load_pidfile(client: Host, run_id: str, index: int = 0) -> str:
+    """Where the load generator's process group is kept (one per client: two clients may be
+    the same machine)."""
+    return f"{_expand_home(client, '~')}/.tunepath/load-{run_id}{f'-{index}' if index else ''}.pid"
 
 
 def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
@@ -295,7 +303,7 @@ def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> N
 
     problems = []
     httpd = Httpd(server, _expand_home(server, "~/.tunepath/httpd"))
-    for action in [*(lambda c=c: c.kill_group(load_pidfile(c, run_id)) for c in clients),
+    for action in [*(lambda c=c, i=i: c.kill_group(load_pidfile(c, run_id, i)) for i, c in enumerate(clients)),
                    httpd.stop, httpd.shred_conf, tomcat.stop, tomcat.restore_config]:
         try:
             action()
@@ -368,39 +376,79 @@ def _verify(session: Session, step: str) -> None:
                                    reason=(r.stderr.strip().splitlines() or ["no output"])[-1])
 
 
-def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> None:
+def _drive(session: Session, load_text: str, duration: int, clients: list[Host]) -> list:
+    """Run the load command on every client at once (a thread per client, as Fabric's
+    ThreadingGroup does); returns each client's result, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int, client: Host):
+        pidfile = load_pidfile(client, session.run_id, i)
+        client.run("mkdir -p ~/.tunepath", timeout=15)
+        try:
+            return client.run(load_text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
+                              child_times=True)
+        finally:
+            client.run(f"rm -f {pidfile}", check=False, timeout=15)
+
+    if len(clients) == 1:
+        return [one(0, clients[0])]
+    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+        futures = [pool.submit(one, i, c) for i, c in enumerate(clients)]
+        return [f.result() for f in futures]
+
+
+def _load_clients(session: Session, step: str, variant: str) -> list[Host]:
+    """Every inventory client drives the load at once when there are several (and the tool
+    allows it: JMeter and ab measure from one client)."""
+    if len(session.clients) > 1 and session.options.all_clients and not (
+            step == "load-generators" and variant in ("ab", "jmeter")):
+        return list(session.clients)
+    return [session.client]
+
+
+def _measure(session: Session, step: str, variant: str, smoke: bool = False, repetition: int = 1,
+             restart: bool = True, keep_running: bool = False) -> float | None:
+    """Configure, restart, warm up and measure one variant once; returns its requests/s.
+
+    ``restart=False`` measures the Tomcat already running (the rate sweep's later rates);
+    ``keep_running`` leaves it running afterwards."""
+    from .reports import parse_report
+
     rec, tomcat, opts = session.recorder, session.tomcat, session.options
     config = variant_config(step, variant, session.ctx)
     if opts.http_port != 8080:
         config = replace(config, connector={**config.connector, "port": str(opts.http_port)})
-    progress(f"{step}/{variant}: configuring Tomcat ({config.describe()})")
-    tomcat.configure(config)
     blocks = {b.id: b for b in plan(step, session.ctx)}
-    restart = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
-    log_offset = _log_size(session)
-    _run_block(session, step, restart, timeout=120)
-    waited = tomcat.wait_ready(120)
-    jvm_warnings = _jvm_warnings(session, log_offset)
-    for w in jvm_warnings:
-        rec.warn(f"{step}/{variant}: the JVM said: {w}")
+    tag = f"{step}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
+    jvm_warnings, nofile, waited = [], "", 0.0
+    if restart:
+        progress(f"{tag}: configuring Tomcat ({config.describe()})")
+        tomcat.configure(config)
+        restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
+        log_offset = _log_size(session)
+        _run_block(session, step, restart_block, timeout=120, record=repetition == 1)
+        waited = tomcat.wait_ready(120)
+        jvm_warnings = _jvm_warnings(session, log_offset)
+        for w in jvm_warnings:
+            rec.warn(f"{step}/{variant}: the JVM said: {w}")
+        progress(f"{tag}: Tomcat ready after {waited:.1f} s")
     nofile = session.server.run(f"grep 'Max open files' /proc/{tomcat.pid()}/limits | awk '{{print $4}}'",
                                 check=False, timeout=15).stdout.strip()
     if nofile.isdigit() and int(nofile) < session.ctx.nofile:
         rec.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below {session.ctx.nofile}); "
                  f"`ulimit -n {session.ctx.nofile} && startup.sh` would have started nothing here")
-    progress(f"{step}/{variant}: Tomcat ready after {waited:.1f} s")
     httpd = None
     if step == "proxy" and variant != "direct":
         from .proxy import Httpd
 
         httpd = Httpd(session.server, session.ctx.httpd_dir)
         httpd.stop()
-        _run_block(session, step, blocks[f"httpd-{variant}"], timeout=60)
+        _run_block(session, step, blocks[f"httpd-{variant}"], timeout=60, record=repetition == 1)
         httpd.wait_ready()
-        progress(f"{step}/{variant}: httpd answers on port 8081")
-    if "warm-up" in blocks and not smoke:
-        progress(f"{step}/{variant}: warm-up {session.ctx.warmup_s} s")
-        _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60)
+        progress(f"{tag}: httpd answers on port 8081")
+    if "warm-up" in blocks and not smoke and restart:
+        progress(f"{tag}: warm-up {session.ctx.warmup_s} s")
+        _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60, record=repetition == 1)
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool_name = variant if step == "load-generators" else session.tool.name
     if step == "load-generators" and variant == "jmeter":
@@ -412,18 +460,18 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
         finally:
             plan_file.unlink(missing_ok=True)
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
-    progress(f"{step}/{variant}: measuring for {duration} s with {tool_name}")
+    clients = _load_clients(session, step, variant)
+    progress(f"{tag}: measuring for {duration} s with {tool_name}"
+             + (f" on {len(clients)} clients at once" if len(clients) > 1 else ""))
     hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
     before = [cpu_sample(h) for h in hosts]
     cpu0 = tomcat.cpu_seconds()
-    pidfile = load_pidfile(session.client, session.run_id)
-    session.client.run("mkdir -p ~/.tunepath", timeout=15)
-    result = session.client.run(load.text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
-                                child_times=True)
-    session.client.run(f"rm -f {pidfile}", check=False, timeout=15)
-    online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
+    t0 = time.monotonic()
+    results = _drive(session, load.text, duration, clients)
     cpu1 = tomcat.cpu_seconds()
     after = [cpu_sample(h) for h in hosts]
+    window = time.monotonic() - t0
+    online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     if httpd:
         httpd.stop()
         httpd.shred_conf()
@@ -431,43 +479,110 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False) -> 
             for i, (b, a) in enumerate(zip(before, after))}
     if session.inventory.same_machine:
         util["client"] = "same machine as the server"
+    result = results[0]
     rec.block(step, load.id, "client", load.text, "ran", exit_status=result.exited,
-              duration_s=round(result.duration_s, 3))
+              duration_s=round(result.duration_s, 3), **({"repetition": repetition} if repetition > 1 else {}))
     if tool_name == "jmeter" and "summary =" not in result.stdout:
         # JMeter ran but measured nothing: keep its output as evidence, not as a measurement
         why = (re.search(r"^(Error in NonGUIDriver.*|.*Exception.*)$", result.stdout + result.stderr, re.M)
                or re.search(r"(.+)", (result.stdout + result.stderr).strip() or "no output"))
         rec.verification(step, "jmeter-attempt", "client", load.text, result.stdout + result.stderr)
         rec.skipped(step, variant, f"JMeter ran but produced no summary: {why.group(1).strip()}")
-        progress(f"{step}/{variant}: skipped (JMeter produced no summary)")
+        progress(f"{tag}: skipped (JMeter produced no summary)")
         tomcat.stop()
-        return
+        return None
+    parts = None
+    if len(clients) > 1:
+        parts = [{"client": c.name, "stdout": r.stdout, "stderr": r.stderr, "exit_status": r.exited,
+                  "client_cpu_s": r.child_cpu_s} for c, r in zip(clients, results)]
+    client_cpu = (sum(r.child_cpu_s or 0 for r in results) if any(r.child_cpu_s is not None for r in results)
+                  else None)
     rec.measurement(step, variant, result.stdout, result.stderr, result.exited, load.text, tool_name,
-                    cpus_online=online or None, config=config.to_dict(),
-                    cpu_utilisation=util,
+                    repetition=repetition, parts=parts, cpus_online=online or None, config=config.to_dict(),
+                    cpu_utilisation=util, window_s=round(window, 3),
                     tomcat_cpu_s=round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None,
                     nofile=int(nofile) if nofile.isdigit() else None, ready_after_s=round(waited, 2),
-                    jvm_warnings=jvm_warnings, client_cpu_s=result.child_cpu_s)
-    if not result.ok:
+                    jvm_warnings=jvm_warnings, client_cpu_s=client_cpu,
+                    started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    failed = [r for r in results if not r.ok]
+    if failed:
         from .hosts import CommandFailed
 
-        raise CommandFailed(result, "the load generator failed; its output is recorded in the run")
-    tomcat.stop()
+        raise CommandFailed(failed[0], "the load generator failed; its output is recorded in the run")
+    if not keep_running:
+        tomcat.stop()
+    try:
+        rates = [parse_report(r.stdout, tool_name).requests_per_sec for r in results]
+        return sum(rates) if all(isinstance(x, (int, float)) for x in rates) else None
+    except TunepathError:
+        return None
+
+
+def _repeat(session: Session, step: str, variants: list[str]) -> None:
+    """Measure ``variants`` in interleaved rounds (A B C, A B C …) until every configuration's
+    interval is narrow enough, the maximum number of repetitions is reached, or the step's time
+    budget is spent."""
+    from .stats import StoppingRule
+
+    profile = get_profile(session.options.profile)
+    rule = StoppingRule(min_repetitions=session.options.repetitions or profile.repetitions,
+                        max_repetitions=max(session.options.max_repetitions or profile.max_repetitions,
+                                            session.options.repetitions or profile.repetitions),
+                        ci_target_pct=session.options.ci_target_pct or profile.ci_target_pct,
+                        time_budget_s=session.options.step_budget_s or profile.step_budget_s)
+    session.repeating = rule.max_repetitions > 1
+    samples: dict[str, list[float]] = {v: [] for v in variants}
+    started, rounds, reason = time.monotonic(), 0, ""
+    while True:
+        rounds += 1
+        t0 = time.monotonic()
+        for i, variant in enumerate(variants):
+            if session.repeating:
+                progress(f"{step}: round {rounds} of at most {rule.max_repetitions}, variant {i + 1}/{len(variants)}"
+                         f" ({variant}); {time.monotonic() - started:.0f} s spent"
+                         + (f" of a {rule.time_budget_s:.0f} s budget" if rule.time_budget_s else ""))
+            rps = _measure(session, step, variant, repetition=rounds)
+            if rps is None:
+                samples.pop(variant, None)      # e.g. JMeter measured nothing: skipped, not repeated
+            else:
+                samples[variant].append(rps)
+        variants = [v for v in variants if v in samples]
+        if not variants:
+            break
+        more, reason = rule.decide(samples, time.monotonic() - started, time.monotonic() - t0)
+        if not more:
+            break
+        progress(f"{step}: another round: {reason}")
+    if rounds > 1 or rule.max_repetitions > 1:
+        session.recorder.repetitions(step, rounds=rounds, reason=reason, rule={
+            "min_repetitions": rule.min_repetitions, "max_repetitions": rule.max_repetitions,
+            "ci_target_pct": rule.ci_target_pct, "time_budget_s": rule.time_budget_s},
+            order=variants)
+        progress(f"{step}: {rounds} round(s): {reason}")
+
+
+def _rate_sweep(session: Session, variants: list[str]) -> None:
+    """One JVM through the whole sweep: restart and warm up once, then each rate, rising."""
+    for i, variant in enumerate(variants):
+        progress(f"rate-sweep: rate {i + 1}/{len(variants)} ({variant})")
+        _measure(session, "rate-sweep", variant, restart=i == 0, keep_running=i < len(variants) - 1)
 
 
 def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
     """Execute ``step`` live and record it into the run being recorded."""
     get_step(step)
-    if step == "summary":
+    if step in ANALYSIS_STEPS:
         return
     session = open_session(run_id, Path(runs_dir), options)
     rec = session.recorder
+    started = time.time()
     try:
         with step_guard(session, step):
             progress(f"{step}: on {session.server.name} (client {session.client.name}, {session.tool.name}, "
                      f"profile {options.profile})")
             if step == "setup":
                 _setup(session)
+                rec.step_timing(step, started, time.time())
                 return
             _ensure_tomcat(session, step)
             if step == "proxy":
@@ -495,7 +610,8 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
                         "restart-tomcat", "start-tomcat"):
                     _run_block(session, step, block)
             _verify(session, step)
-            for variant in get_step(step).variants:
+            measurable = []
+            for variant in step_variants(step, session.ctx):
                 needs = DISRUPTIVE_NEEDS.get(step, {}).get(variant.name, [])
                 missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
                 if step == "proxy" and variant.name != "direct":
@@ -510,6 +626,10 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
                         missing.append(f"{binary} is not installed on the client" + (
                             " (wrk2 is in no package registry: build it with --build-wrk2 on an x86_64 client)"
                             if binary == "wrk2" else ""))
+                if step == "rate-sweep" and not session.tool.open_loop:
+                    missing.append(f"a rate sweep needs wrk2 (open loop, a constant offered rate); the client has "
+                                   f"{session.tool.name}, which is closed loop (build wrk2 with --build-wrk2 on an "
+                                   "x86_64 client)")
                 java = _java_major(session)
                 if variant.requires_java > (java or 0):
                     missing.append(f"needs Java {variant.requires_java} or later; the server runs Java {java} "
@@ -519,8 +639,13 @@ def run_step(step: str, runs_dir, run_id: str, options: LiveOptions) -> None:
                                 commands=[b.text for b in plan(step, session.ctx) if b.id in needs])
                     progress(f"{step}/{variant.name}: skipped ({'; '.join(missing)})")
                     continue
-                _measure(session, step, variant.name)
+                measurable.append(variant.name)
+            if step == "rate-sweep":
+                _rate_sweep(session, measurable)
+            elif measurable:
+                _repeat(session, step, measurable)
             cleanup(session.server, session.tomcat, session.clients, run_id)
+            rec.step_timing(step, started, time.time())
     finally:
         session.close()
 

@@ -27,15 +27,22 @@ class Profile:
     connections: int       # wanted; scaled with the threads actually used
     rate: int              # offered rate for wrk2 (req/s); wrk ignores it
     description: str
+    repetitions: int = 1          # at least this many interleaved repetitions per configuration
+    max_repetitions: int = 1      # … and at most this many
+    ci_target_pct: float = 5.0    # stop once every interval's half-width is within this % of its median
+    step_budget_s: float | None = None   # … or when a step's time budget is spent
 
 
 PROFILES = {
     "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
                      "seconds per variant, for tests: proves the machinery, measures nothing"),
-    "quick": Profile("quick", 15, 15, 2, 64, 20000,
-                     "the default: the whole path in a few minutes on a laptop"),
+    "quick": Profile("quick", 10, 10, 2, 64, 20000,
+                     "the default: 10 s runs, 3 to 5 interleaved repetitions per configuration",
+                     repetitions=3, max_repetitions=5, ci_target_pct=5.0, step_budget_s=900),
     "full": Profile("full", 30, 60, 128, 1280, 500000,
-                    "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs"),
+                    "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs; "
+                    "3 to 10 interleaved repetitions",
+                    repetitions=3, max_repetitions=10, ci_target_pct=5.0, step_budget_s=3600),
 }
 
 

@@ -106,16 +106,47 @@ class RunRecorder:
 
     # -- events --------------------------------------------------------------------
     def measurement(self, step: str, variant: str, stdout: str, stderr: str, exit_status: int,
-                    command: str, tool: str, **extra) -> None:
-        base = f"raw/{step}-{variant}"
+                    command: str, tool: str, repetition: int = 1, parts: list[dict] | None = None,
+                    **extra) -> None:
+        """One measurement's raw output and facts. ``parts``: when several clients drove the
+        load at once, each client's own output (``client``, ``stdout``, ``stderr``, ``exit_status``
+        and any extra fields); ``stdout`` is then the first client's."""
+        base = f"raw/{step}-{variant}" + (f".r{repetition}" if repetition > 1 else "")
         entry = {"step": step, "variant": variant, "stdout": self.write_file(base + ".txt", stdout),
                  "command": self.mask(command), "tool": tool, "exit_status": exit_status,
                  "source": "live run"}
+        if repetition > 1:
+            entry["repetition"] = repetition
         if stderr.strip():
             entry["stderr"] = self.write_file(base + ".stderr", stderr)
+        if parts:
+            entry["parts"] = []
+            for i, part in enumerate(parts, 1):
+                part = dict(part)
+                rel = self.write_file(f"{base}.client-{i}.txt", part.pop("stdout"))
+                err = part.pop("stderr", "") or ""
+                item = {"client": self.mask(part.pop("client")), "stdout": rel}
+                if err.strip():
+                    item["stderr"] = self.write_file(f"{base}.client-{i}.stderr", err)
+                item.update(self.mask(part))
+                entry["parts"].append(item)
         entry.update(self.mask(extra))
         self.record["measurements"] = [m for m in self.record["measurements"]
-                                       if (m["step"], m["variant"]) != (step, variant)] + [entry]
+                                       if (m["step"], m["variant"], m.get("repetition", 1))
+                                       != (step, variant, repetition)] + [entry]
+        self.save()
+
+    def repetitions(self, step: str, rounds: int, reason: str, rule: dict, order: list[str]) -> None:
+        """How a step's interleaved repetitions ended: rounds, why, the rule and the order."""
+        self.record.setdefault("repetitions", {})[step] = {"rounds": rounds, "reason": self.mask(reason),
+                                                           "rule": rule, "order": order}
+        self.save()
+
+    def step_timing(self, step: str, started: float, finished: float) -> None:
+        """Wall time of a step's live execution (for the orchestration-overhead benchmark)."""
+        as_iso = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+        self.record.setdefault("step_timings", {})[step] = {
+            "started": as_iso(started), "finished": as_iso(finished), "wall_s": round(finished - started, 3)}
         self.save()
 
     def verification(self, step: str, name: str, host: str, command: str, output: str) -> None:

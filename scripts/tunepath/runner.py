@@ -17,11 +17,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .errors import TunepathError
-from .steps import STEPS, get_step
+from .steps import ANALYSIS_STEPS, STEPS, get_step
 
 __all__ = ["run_path", "abort_run", "restore_host"]
 
-LIVE_STEPS = [s.name for s in STEPS if s.name != "summary"]   # the rebuild makes the summary
+LIVE_STEPS = [s.name for s in STEPS if s.name not in ANALYSIS_STEPS]   # the rebuild makes these
 
 
 def _execute_notebook(step: str, recorder, runs_dir: Path, options) -> Path:

@@ -52,6 +52,8 @@ class Measurement:
     cpus_online: str | None = None
     exit_status: int | None = None
     stderr: Path | None = None
+    repetition: int = 1          # interleaved repetitions of one configuration: 1, 2, …
+    parts: tuple[tuple[str, Path], ...] = ()   # several clients at once: (client, raw report) each
 
 
 @dataclass(frozen=True)
@@ -98,16 +100,16 @@ class Run:
         seen |= {s["step"] for s in self.skipped}
         return [s for s in STEP_NAMES if s in seen]
 
-    def record_measurement(self, step: str, variant: str) -> dict:
+    def record_measurement(self, step: str, variant: str, repetition: int = 1) -> dict:
         """The run.json entry of a measurement (extra live fields: CPU, JVM warnings …)."""
         for m in self.record.get("measurements", []):
-            if m["step"] == step and m["variant"] == variant:
+            if m["step"] == step and m["variant"] == variant and m.get("repetition", 1) == repetition:
                 return m
         return {}
 
-    def measurement(self, step: str, variant: str) -> Measurement | None:
+    def measurement(self, step: str, variant: str, repetition: int = 1) -> Measurement | None:
         for m in self.measurements:
-            if m.step == step and m.variant == variant:
+            if m.step == step and m.variant == variant and m.repetition == repetition:
                 return m
         return None
 
@@ -205,10 +207,20 @@ def _validate(run_id: str, path: Path, record: dict) -> Run:
         if not stdout.is_file():
             raise RunError(f"{w}: raw output {stdout} is missing")
         stderr = path / m["stderr"] if m.get("stderr") else None
+        repetition = m.get("repetition", 1)
+        if not isinstance(repetition, int) or repetition < 1:
+            raise RunError(f"{w}: repetition must be a whole number from 1, not {repetition!r}")
+        parts = []
+        for j, part in enumerate(m.get("parts", [])):
+            raw = path / _need(part, "stdout", f"{w} parts[{j}]")
+            if not raw.is_file():
+                raise RunError(f"{w} parts[{j}]: raw output {raw} is missing")
+            parts.append((_need(part, "client", f"{w} parts[{j}]"), raw))
         run.measurements.append(Measurement(
             step=step, variant=_need(m, "variant", w), stdout=stdout, command=_need(m, "command", w),
             tool=m.get("tool"), host=server, client=client, source=m.get("source", ""),
-            cpus_online=m.get("cpus_online"), exit_status=m.get("exit_status"), stderr=stderr))
+            cpus_online=m.get("cpus_online"), exit_status=m.get("exit_status"), stderr=stderr,
+            repetition=repetition, parts=tuple(parts)))
     for i, v in enumerate(record.get("verification", [])):
         w = f"{where} verification[{i}]"
         out = path / _need(v, "output", w)

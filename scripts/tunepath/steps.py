@@ -21,7 +21,8 @@ from .tomcatconf import TomcatConfig, setenv_command
 __all__ = [
     "HostContext", "Block", "Variant", "Step", "STEPS", "STEP_NAMES", "MEASURED_SEQUENCE",
     "get_step", "plan", "cpu_ranges", "brace_ranges", "access_log_valve_xml", "connector_xml",
-    "variant_config", "thread_connector", "verify_command", "parse_cpu_list",
+    "variant_config", "thread_connector", "verify_command", "parse_cpu_list", "step_variants",
+    "sweep_value", "sweep_connector", "SWEEP_STEPS", "ANALYSIS_STEPS",
 ]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
@@ -75,6 +76,9 @@ class HostContext:
     java_home: str | None = None  # a JDK other than the server's default `java` (set in bin/setenv.sh)
     ajp_secret: str = "AJP_SECRET_GENERATED_PER_RUN"   # live runs use a random one, never recorded
     httpd_dir: str = "~/.tunepath/httpd"
+    sweep_threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 200)   # maxThreads values of the thread sweep
+    sweep_rates: tuple[int, ...] = ()   # offered rates of the rate sweep; () derives them from `rate`
+    sweep_warmup_rate: int = 0          # the rate sweep's warm-up rate; 0: a tenth of `rate`
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":
@@ -86,6 +90,9 @@ class HostContext:
         for key in ("baseline_cpus", "numa_cpus"):
             if key in values:
                 values[key] = tuple(parse_cpu_list(values[key]))
+        for key in ("sweep_threads", "sweep_rates"):
+            if key in values:
+                values[key] = tuple(int(v) for v in values[key])
         return cls(**values)
 
     def to_dict(self) -> dict:
@@ -93,6 +100,24 @@ class HostContext:
         out["baseline_cpus"] = cpu_ranges(self.baseline_cpus)
         out["numa_cpus"] = cpu_ranges(self.numa_cpus)
         return out
+
+    @property
+    def rates(self) -> tuple[int, ...]:
+        """The rate sweep's offered rates: given, or 10 % … 120 % of the profile's rate."""
+        if self.sweep_rates:
+            return tuple(sorted(self.sweep_rates))
+        return tuple(sorted({max(1, round(self.rate * f / 100)) for f in (10, 20, 30, 40, 50, 60, 70, 80, 90,
+                                                                          100, 120)}))
+
+    @property
+    def warmup_rate(self) -> int:
+        return self.sweep_warmup_rate or max(1, round(self.rate / 10))
+
+    def sweep_command(self, rate: int, duration_s: int | None = None, latency: bool = True) -> str:
+        """wrk2 at one offered rate, printing corrected and uncorrected (-U) percentiles."""
+        d = self.duration_s if duration_s is None else duration_s
+        extra = " -U --latency" if latency else ""
+        return f"{self.load_generator} -t{self.threads} -c{self.connections} -d{d} -R{rate}{extra} {self.url}"
 
     @property
     def url(self) -> str:
@@ -200,8 +225,13 @@ STEPS: tuple[Step, ...] = (
           Variant("http", "httpd + mod_proxy_http", "Apache httpd forwards HTTP to Tomcat's HTTP connector"),
           Variant("ajp", "httpd + mod_proxy_ajp", "Apache httpd forwards AJP to Tomcat's AJP connector (with a secret)")),
          ()),
-    Step(10, "summary", "Summary", "10-summary"),
+    Step(10, "thread-sweep", "Thread-count sweep: the best maxThreads for this host", "10-thread-sweep"),
+    Step(11, "rate-sweep", "Rate sweep: capacity at a latency objective", "11-rate-sweep"),
+    Step(12, "compare", "Compare two runs", "12-compare"),
+    Step(13, "summary", "Summary", "13-summary"),
 )
+SWEEP_STEPS = ("thread-sweep", "rate-sweep")    # their variants come from the host context
+ANALYSIS_STEPS = ("compare", "summary")        # no commands: they read recorded runs
 
 NIO = "org.apache.coyote.http11.Http11NioProtocol"
 NIO2 = "org.apache.coyote.http11.Http11Nio2Protocol"
@@ -252,9 +282,36 @@ def variant_config(step: str, variant: str, ctx: "HostContext | None" = None) ->
         config = COMPARISON_CONFIGS[key]
     elif key == ("proxy", "ajp"):
         config = TomcatConfig(access_log=False, ajp_secret=ctx.ajp_secret)
+    elif step == "thread-sweep" and sweep_value(variant):
+        config = TomcatConfig(access_log=False, connector=sweep_connector(sweep_value(variant)))
+    elif step == "rate-sweep" and sweep_value(variant):
+        config = TomcatConfig()       # stock Tomcat, as in the recorded reference sweep
     else:
         raise TunepathError(f"step {step!r} has no variant {variant!r}")
     return replace(config, java_home=ctx.java_home) if ctx.java_home else config
+
+
+def step_variants(step: str, ctx: "HostContext | None" = None) -> tuple[Variant, ...]:
+    """A step's measured variants; the sweeps' follow the host context (threads, rates)."""
+    ctx = ctx or HostContext()
+    if step == "thread-sweep":
+        return tuple(Variant(f"threads-{n}", f"maxThreads {n}", f"maxThreads = minSpareThreads = {n}")
+                     for n in ctx.sweep_threads)
+    if step == "rate-sweep":
+        return tuple(Variant(f"rate-{r}", f"{r:,} req/s offered", f"wrk2 at a constant {r:,} req/s")
+                     for r in ctx.rates)
+    return get_step(step).variants
+
+
+def sweep_value(variant: str) -> int | None:
+    """The number a sweep variant stands for: threads-16 → 16, rate-5000 → 5000."""
+    head, _, tail = variant.rpartition("-")
+    return int(tail) if head in ("threads", "rate") and tail.isdigit() else None
+
+
+def sweep_connector(threads: int) -> dict[str, str]:
+    n = str(threads)
+    return {"minSpareThreads": n, "maxThreads": n, "maxKeepAliveRequests": "500000", "maxConnections": "100000"}
 
 
 def get_step(name: str) -> Step:
@@ -507,6 +564,21 @@ def plan(step: str, ctx: HostContext | None = None) -> list[Block]:
             blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
                                 f"{ctx.raise_nofile}\n{ctx.load_generator} -c{ctx.connections} -t{ctx.threads}{rate} "
                                 f"-d{ctx.duration_s}{latency} {url}", variant=v))
+        return blocks
+    if step == "thread-sweep":
+        blocks = [Block(f"connector-{v.name}", "server", f"{v.label}: the HTTP Connector in {home}/conf/server.xml",
+                        connector_xml(sweep_connector(sweep_value(v.name))), lang="xml", variant=v.name)
+                  for v in step_variants(step, ctx)]
+        return blocks + [_restart(ctx), *_load(ctx)]
+    if step == "rate-sweep":
+        blocks = [_restart(ctx)]
+        if ctx.warmup_s:
+            blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s at "
+                                f"{ctx.warmup_rate:,} req/s (not measured)",
+                                ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
+        for v in step_variants(step, ctx):
+            blocks.append(Block(f"load-{v.name}", "client", f"Offer {v.label} (the same JVM, rates in rising order)",
+                                ctx.sweep_command(sweep_value(v.name)), variant=v.name))
         return blocks
     return []
 

@@ -1,0 +1,195 @@
+"""Capacity at a latency objective from a wrk2 rate sweep (tunepath.sweep)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, REFERENCE, need_shared
+from tunepath.errors import TunepathError
+from tunepath.parser import WrkReport
+from tunepath.reports import parse_report_file
+from tunepath.sweep import Capacity, SweepPoint, capacity, normalise_percentile, points_from_reports
+
+SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
+
+
+def reference_pairs():
+    need_shared()
+    pairs = []
+    for path in SWEEP.glob("rate-*.txt"):
+        rate = int(re.fullmatch(r"rate-(\d+)\.txt", path.name).group(1))
+        assert f"-R{rate} " in path.with_suffix(".cmd").read_text()  # the name tells the truth
+        pairs.append((rate, parse_report_file(path, "wrk2")))
+    assert len(pairs) == 10
+    return pairs
+
+
+def pt(offered, achieved, p99, **more):
+    pct = {"99": p99, **more}
+    return SweepPoint(offered_rate=offered, achieved_rate=achieved, percentiles_ms=pct)
+
+
+# --- the real sweep -----------------------------------------------------------------
+def test_reference_sweep_capacity():
+    cap = capacity(points_from_reports(reference_pairs()), slo_ms=10.0, percentile="99")
+    assert isinstance(cap, Capacity)
+    assert cap.capacity_rate == 25000
+    assert cap.capacity_achieved == pytest.approx(24975.29)
+    assert cap.capacity_latency_ms == pytest.approx(7.18)
+    assert cap.first_violation == 11000
+    assert cap.sustained_rate == 8000
+    assert cap.suspect == [11000, 17000]
+    assert cap.max_throughput == pytest.approx(37057.57)
+    assert cap.max_throughput_offered == 40000
+    assert [p.offered_rate for p in cap.points] == [2000, 5000, 8000, 11000, 14000, 17000, 20000,
+                                                     25000, 30000, 40000]
+    assert cap.meets == [True, True, True, False, True, False, True, True, False, False]
+    text = cap.sentence()
+    for needle in ("p99 ≤ 10 ms", "25,000 req/s", "11,000", "17,000", "repeat", "37,058", "40,000"):
+        assert needle in text
+
+
+def test_reference_sweep_points_have_normalised_keys():
+    points = points_from_reports(reference_pairs())
+    p = next(p for p in points if p.offered_rate == 40000)
+    assert p.achieved_rate == pytest.approx(37057.57)
+    assert {"50", "75", "90", "99", "99.9", "99.99"} <= set(p.percentiles_ms)
+    assert p.latency("99") == pytest.approx(1500.0)       # wrk2 printed "1.50s"
+    assert p.latency("p99.000") == p.latency("99")
+
+
+def test_reference_sweep_at_other_objectives():
+    points = points_from_reports(reference_pairs())
+    strict = capacity(points, slo_ms=1.0)
+    assert strict.capacity_rate is None and strict.first_violation == 2000 and strict.suspect == []
+    assert "No offered rate met p99 ≤ 1 ms" in strict.sentence()
+    loose = capacity(points, slo_ms=2000.0)
+    # 40,000 offered has p99 1.5 s but serves only ~37,058 req/s: it fails on throughput
+    assert loose.capacity_rate == 30000 and loose.first_violation == 40000
+    assert "served only 37,058" in loose.sentence()
+    assert capacity(points, slo_ms=2000.0, rate_tolerance=0.9).capacity_rate == 40000
+
+
+def test_fixture_without_latency_gives_a_point_that_never_meets():
+    need_shared()
+    report = parse_report_file(FIXTURES / "wrk2" / "plain.txt", "wrk2")  # no --latency
+    (point,) = points_from_reports([(2000, report)])
+    assert point.latency("99") is None
+    cap = capacity([point], slo_ms=1e6)
+    assert cap.capacity_rate is None and cap.meets == [False]
+
+
+# --- synthetic sweeps -------------------------------------------------------------
+def test_unsorted_input_is_sorted_and_monotone_sweep():
+    cap = capacity([pt(3000, 2990, 12.0), pt(1000, 1000, 2.0), pt(2000, 1999, 4.0)], slo_ms=5)
+    assert [p.offered_rate for p in cap.points] == [1000, 2000, 3000]
+    assert (cap.capacity_rate, cap.sustained_rate, cap.first_violation, cap.suspect) == (2000, 2000, 3000, [])
+    assert "The next rate tried, 3,000 req/s, missed it (p99 12 ms)" in cap.sentence()
+
+
+def test_every_point_meets():
+    cap = capacity([pt(1000, 1000, 1.0), pt(2000, 2000, 2.0)], slo_ms=5)
+    assert cap.capacity_rate == 2000 and cap.first_violation is None and cap.sustained_rate == 2000
+    assert "extend the sweep" in cap.sentence()
+
+
+def test_missed_throughput_fails_even_with_low_latency():
+    # open-loop wrk2 that could not send the offered rate is no evidence of capacity
+    cap = capacity([pt(1000, 1000, 1.0), pt(2000, 1800, 1.0)], slo_ms=5)
+    assert cap.meets == [True, False] and cap.capacity_rate == 1000
+    assert capacity([pt(1000, 1000, 1.0), pt(2000, 1900, 1.0)], slo_ms=5).capacity_rate == 2000
+
+
+def test_missing_achieved_rate_fails():
+    cap = capacity([pt(1000, None, 1.0), pt(2000, math.nan, 1.0)], slo_ms=5)
+    assert cap.meets == [False, False] and cap.max_throughput is None
+    assert "no achieved rate" in capacity([pt(500, 500, 1.0), pt(1000, None, 1.0)], slo_ms=5).sentence()
+
+
+def test_missing_or_nan_percentile_fails():
+    cap = capacity([pt(1000, 1000, None), pt(2000, 2000, math.nan), pt(3000, 3000, 3.0)], slo_ms=5)
+    assert cap.meets == [False, False, True]
+    assert cap.suspect == [1000, 2000] and cap.sustained_rate is None
+    assert "so no rate met it without exception" in cap.sentence()
+
+
+def test_other_percentile_and_key_forms():
+    points = [SweepPoint(1000, 1000, {"99.900": 8.0, "99": 2.0}), SweepPoint(2000, 2000, {"99.9%": 12.0})]
+    assert points[0].percentiles_ms == {"99.9": 8.0, "99": 2.0}
+    assert capacity(points, slo_ms=10, percentile="99.9").capacity_rate == 1000
+    report_a, report_b = WrkReport(), WrkReport()
+    report_a.requests_per_sec, report_a.percentiles_ms = 1000.0, {"99.900%": 8.0, "99.000": 2.0}
+    report_b.requests_per_sec, report_b.percentiles_ms = 2000.0, {"99.9": 12.0}
+    pts = points_from_reports([(1000, report_a), (2000, report_b)], labels=["a", "b"])
+    assert pts[0].percentiles_ms == {"99.9": 8.0, "99": 2.0} and pts[0].label == "a"
+    cap = capacity(pts, slo_ms=10, percentile="p99.9")
+    assert cap.percentile == "99.9" and cap.capacity_rate == 1000 and cap.first_violation == 2000
+
+
+@pytest.mark.parametrize("key, expected", [
+    ("99", "99"), ("99.000", "99"), ("99.900%", "99.9"), ("p99.99", "99.99"), (50, "50"), (99.9, "99.9"),
+])
+def test_normalise_percentile(key, expected):
+    assert normalise_percentile(key) == expected
+
+
+@pytest.mark.parametrize("bad", ["median", "101", -1, True])
+def test_bad_percentiles_are_refused(bad):
+    with pytest.raises(TunepathError, match="percentile"):
+        normalise_percentile(bad)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: capacity([]), "empty sweep"),
+    (lambda: capacity([pt(1000, 1000, 1.0), pt(1000, 990, 1.2)]), "more than once"),
+    (lambda: capacity([pt(1000, 1000, 1.0)], slo_ms=0), "objective"),
+    (lambda: capacity([pt(1000, 1000, 1.0)], rate_tolerance=1.5), "rate_tolerance"),
+    (lambda: points_from_reports([(0, WrkReport())]), "positive"),
+    (lambda: points_from_reports([("fast", WrkReport())]), "number"),
+    (lambda: points_from_reports([(1000, "report text")]), "parsed wrk2 report"),
+    (lambda: points_from_reports([(1000, WrkReport())], labels=["a", "b"]), "labels"),
+    (lambda: SweepPoint(1000, 1000, {"99": "7ms"}), "latency in ms"),
+    (lambda: SweepPoint(-5, 1000, {}), "positive"),
+    (lambda: SweepPoint(1000, "1k", {}), "achieved rate"),
+])
+def test_bad_input_is_refused(call, message):
+    with pytest.raises(TunepathError, match=message):
+        call()
+
+
+# --- properties -----------------------------------------------------------------
+@st.composite
+def sweeps(draw):
+    rates = draw(st.lists(st.integers(1, 100) .map(lambda r: r * 500), min_size=1, max_size=12, unique=True))
+    points = []
+    for rate in rates:
+        served = draw(st.floats(0.8, 1.0)) * rate
+        p99 = draw(st.one_of(st.none(), st.floats(0.1, 50.0)))
+        points.append(pt(rate, served, p99))
+    return points
+
+
+@settings(max_examples=200, deadline=None)
+@given(sweeps(), st.floats(1.0, 40.0))
+def test_capacity_invariants(points, slo):
+    cap = capacity(points, slo_ms=slo)
+    by_rate = dict(zip((p.offered_rate for p in cap.points), cap.meets))
+    rates = sorted(by_rate)
+    if cap.capacity_rate is None:
+        assert not any(cap.meets) and cap.sustained_rate is None and cap.suspect == []
+    else:
+        assert by_rate[cap.capacity_rate] and not any(by_rate[r] for r in rates if r > cap.capacity_rate)
+    if cap.first_violation is not None:
+        assert not by_rate[cap.first_violation]
+        assert all(by_rate[r] for r in rates if r < cap.first_violation)
+    if cap.sustained_rate is not None:
+        assert cap.sustained_rate <= cap.capacity_rate
+        assert all(by_rate[r] for r in rates if r <= cap.sustained_rate)
+    assert all(not by_rate[r] and r < cap.capacity_rate for r in cap.suspect)
+    assert cap.max_throughput == max(p.achieved_rate for p in points)
+    assert isinstance(cap.sentence(), str) and cap.sentence()
