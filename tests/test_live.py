@@ -218,3 +218,51 @@ def test_failed_step_is_recorded_with_host_and_command(tmp_path):
     assert "Tomcat is not installed" in record["error"]["message"]
     assert (run_dir / "notebooks" / "02-baseline.ipynb").is_file()
     assert RunStore(tmp_path / "runs").load(run_dir.name).record["status"] == "failed"
+
+
+@pytest.fixture(scope="module")
+def two_client_run(sshd, tmp_path_factory):
+    """Two clients (both reached over SSH on this machine) driving one Tomcat at once, with two
+    interleaved repetitions of each baseline configuration (smoke profile)."""
+    tmp = tmp_path_factory.mktemp("two-clients")
+    known = tmp / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    inventory = sshd.inventory(known, tmp / "hosts.toml")
+    text = inventory.read_text()
+    client = text.split("[[clients]]\n", 1)[1]
+    inventory.write_text(text + "\n[[clients]]\n" + client)
+    options = LiveOptions(hosts_file=str(inventory), profile="smoke", repetitions=2, max_repetitions=2,
+                          tomcat_home=str(tmp / "tc" / "apache-tomcat-11.0.10"), tomcat_tarball=str(TARBALL),
+                          http_port=free_port())
+    path = run_path(options, steps=["setup", "baseline"], runs_dir=tmp / "runs", build=False)
+    return RunStore(tmp / "runs").load(path.name)
+
+
+def test_repetitions_are_interleaved_and_stop_at_the_maximum(two_client_run):
+    run = two_client_run
+    baseline = [(m.variant, m.repetition) for m in run.measurements if m.step == "baseline"]
+    assert baseline == [("stock", 1), ("access-log-off", 1), ("threads", 1),
+                        ("stock", 2), ("access-log-off", 2), ("threads", 2)]      # A B C A B C
+    info = run.record["repetitions"]["baseline"]
+    assert info["rounds"] == 2 and "maximum of 2" in info["reason"]
+    assert run.record["step_timings"]["baseline"]["wall_s"] > 0
+
+
+def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
+    from tunepath.parser import parse_file
+    from tunepath.results import measurements_frame
+
+    run = two_client_run
+    m = run.measurement("baseline", "stock", 2)
+    assert len(m.parts) == 2 and all(p.is_file() for _, p in m.parts)
+    reports = [parse_file(p) for _, p in m.parts]
+    assert all(r.requests > 0 for r in reports)          # both clients really sent requests
+    frame = measurements_frame([run])
+    row = frame[(frame.step == "baseline") & (frame.variant == "stock")].iloc[0]
+    per_rep = [sum(parse_file(p).requests_per_sec for _, p in run.measurement("baseline", "stock", r).parts)
+               for r in (1, 2)]
+    assert row["n"] == 2 and row["requests_per_sec"] == pytest.approx(sum(per_rep) / 2)
+    assert len(row["clients"]) == 2
+    assert row["latency_merge"]["method"] == "bounds"     # Debian wrk prints no spectrum: a bound, not a merge
+    entry = run.record_measurement("baseline", "stock", 2)
+    assert entry["client_cpu_s"] == pytest.approx(sum(p["client_cpu_s"] for p in entry["parts"]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -15,58 +16,110 @@ import pytest
 from conftest import LP_PATH, ROOT
 from htmlscan import scan
 from tunepath import formatting as fmt
+from tunepath import stats
 from tunepath.reports import parse_report_file
 from tunepath.runstore import RunStore
-from tunepath.steps import MEASURED_SEQUENCE, STEPS, get_step, plan
+from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
 
 pytestmark = pytest.mark.site
 STEP_PAGES = [s.page for s in STEPS]
 STORE = RunStore(ROOT / "runs")
 
 
+def _reps(run, step: str, variant: str) -> list:
+    """Each repetition of a configuration, parsed from its raw output(s) alone."""
+    out = []
+    for m in run.measurements:
+        if (m.step, m.variant) != (step, variant):
+            continue
+        paths = [p for _, p in m.parts] or [m.stdout]
+        reports = [parse_report_file(p, m.tool) for p in paths]
+        entry = run.record_measurement(step, variant, m.repetition)
+        rps = sum(r.requests_per_sec for r in reports)
+        requests = sum(r.requests for r in reports)
+        client = (sum(p.get("client_cpu_s") or 0 for p in entry.get("parts", [])) if m.parts
+                  else entry.get("client_cpu_s"))
+        out.append({
+            "rps": rps, "requests": requests,
+            "avg": reports[0].latency_ms.avg if len(reports) == 1 else None,
+            "max": max(r.latency_ms.max for r in reports),
+            "p99": (reports[0].percentiles_ms or {}).get("99") if len(reports) == 1 else None,
+            "errors": sum(sum(r.socket_errors.values()) for r in reports),
+            "non2xx": sum(r.non_2xx_3xx for r in reports),
+            "server_cpu": entry["tomcat_cpu_s"] / requests * 1e6 if entry.get("tomcat_cpu_s") is not None and requests else None,
+            "client_cpu": client / requests * 1e6 if client is not None and requests else None,
+        })
+    return out
+
+
+def _median(values):
+    values = [v for v in values if v is not None and v == v]
+    return statistics.median(values) if values else None
+
+
 def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
-    """What a figure must read, computed from the raw output alone."""
+    """What a figure must read, computed from the raw outputs alone (medians over repetitions)."""
     run = STORE.load(run_id)
-    m = run.measurement(step, variant)
-    assert m is not None, f"page shows {run_id}/{step}/{variant}, which the run did not record"
-    r = parse_report_file(m.stdout, m.tool)
+    reps = _reps(run, step, variant)
+    assert reps, f"page shows {run_id}/{step}/{variant}, which the run did not record"
+    med = lambda key, s=step, v=variant: _median([r[key] for r in _reps(run, s, v)])  # noqa: E731
     seq = [(s, v) for s, v in MEASURED_SEQUENCE if run.measurement(s, v)]
-    rps = lambda s, v: parse_report_file(run.measurement(s, v).stdout, run.measurement(s, v).tool).requests_per_sec  # noqa: E731
     prev = seq[seq.index((step, variant)) - 1] if (step, variant) in seq and seq.index((step, variant)) > 0 else None
+    order = [v.name for v in step_variants(step, run.context)]
+    first = next((v for v in order if run.measurement(step, v)), None)
+    comparing = step not in ("setup", "rate-sweep") and not any(step == s for s, _ in MEASURED_SEQUENCE)
     if field == "requests_per_sec":
-        return fmt.rate(r.requests_per_sec)
+        return fmt.rate(med("rps"))
     if field in ("latency_avg", "latency_max"):
-        return fmt.latency(getattr(r.latency_ms, field.split("_")[1]))
+        return fmt.latency(med(field.split("_")[1]))
     if field == "latency_p99":
-        return fmt.latency((r.percentiles_ms or {}).get("99"))
+        return fmt.latency(med("p99"))
     if field == "errors":
-        return fmt.count(sum(r.socket_errors.values()))
+        return fmt.count(med("errors"))
     if field == "non_2xx_3xx":
-        return fmt.count(r.non_2xx_3xx)
+        return fmt.count(med("non2xx"))
     if field == "requests":
-        return fmt.count(r.requests)
+        return fmt.count(med("requests"))
+    if field == "repetitions":
+        return fmt.repetitions(len(reps))
+    if field in ("rps_interval", "rps_cv", "cpu_interval"):
+        key = "rps" if field.startswith("rps") else "server_cpu"
+        summary = stats.summarise([r[key] for r in reps if r[key] is not None])
+        if field == "rps_cv":
+            return fmt.cv(summary.cv)
+        return (fmt.rate_interval if key == "rps" else fmt.micros_interval)(summary.low, summary.high)
     if field == "speedup_vs_stock":
         has_stock = run.measurement("baseline", "stock") and (step, variant) in seq
-        return fmt.speedup(r.requests_per_sec / rps("baseline", "stock")) if has_stock else ""
+        return fmt.speedup(med("rps") / med("rps", "baseline", "stock")) if has_stock else ""
     if field == "change_vs_previous_pct":
-        return fmt.percent_change((r.requests_per_sec / rps(*prev) - 1) * 100) if prev else ""
+        return fmt.percent_change((med("rps") / med("rps", *prev) - 1) * 100) if prev else ""
+    if field in ("change_interval", "change_significance"):
+        if not prev:
+            return ""
+        d = stats.compare([r["rps"] for r in _reps(run, *prev)], [r["rps"] for r in reps])
+        if field == "change_significance":
+            return fmt.significance(d.significant)
+        return fmt.pct_interval(None if d.low is None else (d.low - 1) * 100,
+                                None if d.high is None else (d.high - 1) * 100)
     if field == "previous_requests_per_sec":
-        return fmt.rate(rps(*prev)) if prev else ""
+        return fmt.rate(med("rps", *prev)) if prev else ""
     if field == "previous_label":
         return next(v.label for v in get_step(prev[0]).variants if v.name == prev[1]) if prev else ""
-    if field in ("vs_step_first", "step_first_label"):
-        if step == "setup" or any(step == s for s, _ in MEASURED_SEQUENCE):
+    if field in ("vs_step_first", "step_first_label", "vs_first_interval", "vs_first_significance"):
+        if not comparing:
             return ""
-        order = [v.name for v in get_step(step).variants]
-        first = next(v for v in order if run.measurement(step, v))
         if field == "step_first_label":
-            return next(v.label for v in get_step(step).variants if v.name == first)
-        return fmt.speedup(r.requests_per_sec / rps(step, first))
+            return next(v.label for v in step_variants(step, run.context) if v.name == first)
+        if field == "vs_step_first":
+            return fmt.speedup(med("rps") / med("rps", step, first))
+        if variant == first:
+            return ""
+        d = stats.compare([r["rps"] for r in _reps(run, step, first)], [r["rps"] for r in reps])
+        return fmt.significance(d.significant) if field.endswith("significance") else fmt.ratio_interval(d.low, d.high)
     if field in ("client_cpu_per_req", "server_cpu_per_req"):
-        cpu = run.record_measurement(step, variant).get("client_cpu_s" if field.startswith("client") else "tomcat_cpu_s")
-        return fmt.micros(cpu / r.requests * 1e6) if cpu is not None and r.requests else fmt.NA
+        return fmt.micros(med("client_cpu" if field.startswith("client") else "server_cpu"))
     if field == "cpus_online":
-        return m.cpus_online or fmt.NA
+        return run.measurement(step, variant).cpus_online or fmt.NA
     raise AssertionError(f"figure field {field!r} has no independent check yet: add one here")
 
 
@@ -104,7 +157,7 @@ def test_no_benchmark_figure_is_typed_into_content():
     assert [s for s in shown if s in text] == []
 
 
-@pytest.mark.parametrize("step", [s.name for s in STEPS if s.name != "summary"])
+@pytest.mark.parametrize("step", [s.name for s in STEPS if s.name not in ANALYSIS_STEPS])
 def test_page_commands_are_the_notebook_plan(built_site, step):
     blocks = scan(built_site.page(get_step(step).page)).commands
     assert blocks, f"{step}: the page shows no command block"
@@ -114,9 +167,11 @@ def test_page_commands_are_the_notebook_plan(built_site, step):
         assert attrs["data-block"] in planned, attrs
         assert text == planned[attrs["data-block"]].text
         assert attrs["data-host"] == planned[attrs["data-block"]].host
-    # and every block of the plan appears on the page (the reader sees the whole step)
+    # and every block of the plan appears on the page (the reader sees the whole step), for
+    # the run the page's commands are rendered for
     shown = {a["data-block"] for a, _ in blocks}
-    assert set(b.id for b in plan(step, STORE.load("reference-aws-c8g").context)) <= shown
+    primary = STORE.load(json.loads((built_site.site_dir / "data" / "steps" / f"{step}.json").read_text())["primary_run"])
+    assert set(b.id for b in plan(step, primary.context)) <= shown
 
 
 def test_executed_notebooks_are_kept_and_published(built_site):
@@ -137,8 +192,26 @@ def test_every_step_page_has_charts_with_alt_text_per_run(built_site):
             assert (built_site.public / img["src"].lstrip("/")).is_file(), img["src"]
 
 
+def test_compare_page_ratios_come_from_the_raw_outputs(built_site):
+    """Every B ÷ A on the comparison page equals the ratio of the two runs' medians, each
+    parsed from its raw outputs; the open (default) pair is the newest live run against the
+    first reference run."""
+    html = built_site.page("12-compare").read_text()
+    ratios = re.findall(r'<span class="ratio" data-step="([^"]+)" data-a="([^"]+)" data-b="([^"]+)" '
+                        r'data-variant="([^"]+)">([^<]*)</span>', html)
+    assert ratios
+    for step, a, b, variant, text in ratios:
+        med = lambda run_id: _median([r["rps"] for r in _reps(STORE.load(run_id), step, variant)])  # noqa: E731
+        assert text == fmt.speedup(med(b) / med(a)), (step, a, b, variant)
+    live = sorted(r for r in STORE.run_ids() if r.startswith("live-"))
+    if live:
+        assert f'id="compare-reference-aws-c8g--{live[-1]}" data-a="reference-aws-c8g" data-b="{live[-1]}" open' in html
+
+
 def test_hosts_are_never_one_series(built_site):
     for path in (built_site.site_dir / "data" / "steps").glob("*.json"):
+        if path.stem == "compare":      # a labelled comparison of two runs, by design (its own test above)
+            continue
         data = json.loads(path.read_text())
         for chart in data["charts"]:
             others = [r["server"] for r in data["runs"] if r["run_id"] != chart["run_id"]]

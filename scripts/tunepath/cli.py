@@ -9,6 +9,7 @@
     tunepath run [--hosts FILE] [--steps LIST] [--profile smoke|quick|full] [--apply] …
                                    run the path live on your hosts, record a run, rebuild the site
     tunepath restore [--hosts FILE] return the server to the state saved before the first change
+    tunepath compare RUN_A RUN_B   two recorded runs side by side: ratios per step, differing facts
 
 Expected failures print one line on stderr and exit with status 2; no tracebacks.
 """
@@ -53,6 +54,35 @@ def _cmd_steps(args) -> int:
 
     for step in STEPS:
         print(f"{step.number:02d}  {step.name:<11} {step.title}")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from .compare import pair_document
+    from .results import measurements_frame
+    from .runstore import RunStore
+
+    store = RunStore(Path(args.runs_dir))
+    a, b = store.load(args.run_a), store.load(args.run_b)
+    doc = pair_document(a, b, measurements_frame([a, b]))
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
+    print(f"A: {a.run_id} ({a.server['name']})   B: {b.run_id} ({b.server['name']})")
+    if not doc["steps"]:
+        print("no configuration measured by both runs")
+    for step in doc["steps"]:
+        print(f"\n{step['title']}")
+        print(f"  {'variant':<34} {'A req/s':>14} {'B req/s':>14} {'B / A':>8}  95 % interval      runs A/B")
+        for r in step["rows"]:
+            d = r["display"]
+            sig = f"  ({d['significance']})" if d["significance"] else ""
+            print(f"  {r['label'][:34]:<34} {d['a_requests_per_sec']:>14} {d['b_requests_per_sec']:>14} "
+                  f"{d['ratio']:>8}  {d['interval'] or '-':<17} {d['repetitions']}{sig}")
+    differ = [f for f in doc["facts"] if f["differs"]]
+    print(f"\n{len(differ)} fact(s) differ — read them before any ratio:")
+    for f in differ:
+        print(f"  {f['label']}: {f['a']}  |  {f['b']}")
     return 0
 
 
@@ -208,6 +238,13 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
     sp.add_argument("--no-build", action="store_true", help="record the run only")
     sp.set_defaults(func=_cmd_run)
+
+    sp = sub.add_parser("compare", help="two recorded runs side by side (ratios per step, facts that differ)")
+    sp.add_argument("run_a")
+    sp.add_argument("run_b")
+    sp.add_argument("--runs-dir", default=str(root / "runs"))
+    sp.add_argument("--json", action="store_true", help="the comparison as JSON")
+    sp.set_defaults(func=_cmd_compare)
 
     sp = sub.add_parser("restore", help="return the server to its saved original state")
     _host_args(sp)

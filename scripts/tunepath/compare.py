@@ -40,6 +40,8 @@ def _show(value) -> str:
         return ", ".join(f"{k} {_show(v)}" for k, v in value.items() if v is not None) or "not recorded"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_show(v) for v in value) or "not recorded"
     return str(value)
 
 
@@ -143,6 +145,7 @@ def compare_document(runs: list[Run], frame: pd.DataFrame, charts: dict[str, dic
                      notebook: dict | None = None) -> dict:
     """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first."""
     charts = charts or {}
+    runs = sorted(runs, key=lambda r: (r.kind != "reference", r.run_id))   # A: the reference side
     first = default_pair(runs)
     pairs = []
     for a, b in itertools.combinations(runs, 2):

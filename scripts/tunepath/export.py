@@ -221,7 +221,9 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
     hosts = []
     for run in runs:
         rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
-        if rows.empty and frame[(frame.run_id == run.run_id) & (frame.order < 0) & (frame.step != "setup")].empty:
+        # the rate sweep is read at a latency objective on its own page, not as a comparison table
+        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & ~frame.step.isin(("setup", "rate-sweep"))]
+        if rows.empty and others.empty:
             continue
         entry = run_header(run)
         if not rows.empty:
@@ -233,7 +235,6 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                                  "display": display(r)})
                          for r in rows.to_dict("records")]
         entry["charts"] = charts_by_run.get(run.run_id, [])
-        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & (frame.step != "setup")]
         entry["comparisons"] = [
             {"step": step, "step_title": titles[step], "page": pages[step],
              "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],

@@ -110,7 +110,12 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
             own = 0.0
             if host == "server" and _finite(tomcat_s):
                 own += tomcat_s
-            if (host != "server" or same_machine) and _finite(client_s):
+            parts = entry.get("parts") or []
+            if host.startswith("client-") and parts:      # several clients: this host's own share
+                index = int(host.split("-")[1]) - 1
+                share = parts[index].get("client_cpu_s") if index < len(parts) else None
+                own += share if _finite(share) else 0.0
+            elif (host != "server" or same_machine) and _finite(client_s):
                 own += client_s
             if host == "server" and not _finite(tomcat_s):
                 continue                     # nothing to subtract: no estimate
@@ -125,6 +130,10 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
                                  severity="info" if proxied and host == "server" else "warning"))
 
     threads = 1 if tool == "ab" else report.threads
+    parts = entry.get("parts") or []
+    if len(parts) > 1:          # several clients: judge the busiest one, not their sum
+        shares = [p.get("client_cpu_s") for p in parts if _finite(p.get("client_cpu_s"))]
+        client_s = max(shares) if shares else None
     if _finite(client_s) and _finite(window) and window > 0:
         usable = min(x for x in (threads, client_cpus) if isinstance(x, int) and x > 0) \
             if any(isinstance(x, int) and x > 0 for x in (threads, client_cpus)) else None

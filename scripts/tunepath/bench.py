@@ -1,0 +1,404 @@
+"""Benchmarks of the pipeline itself (not of Tomcat): ``python -m tunepath.bench``.
+
+1. **Replay build**, cold and warm: ``tunepath build`` into a fresh temporary site
+   directory (no cache: every notebook executes, then Hugo), then the same command
+   into the same directory again with nothing changed (the execution cache should skip
+   every notebook). Wall seconds of each command, and how many notebooks it executed.
+2. **Parse throughput**: every report file of the shared wrk/wrk2 fixtures and of
+   ``runs/*/raw/`` parsed over and over for a fixed time, with
+   :func:`tunepath.reports.parse_report_file` (read + recognise + parse) and with
+   :func:`tunepath.reports.parse_report` on text already in memory (parse only):
+   reports per second and MB per second. Files that are not reports (commands, stderr,
+   the fixtures of failures) are counted and left out.
+3. **Orchestration overhead of live steps**, from the recorded live runs: per step, wall
+   time minus the time spent generating load (the ``load``, ``load-VARIANT``,
+   ``warm-up`` and ``smoke-test`` blocks). Wall time is ``step_timings[STEP].wall_s``
+   of the run record; a run recorded before that field existed falls back to the
+   Papermill duration of the step's executed notebook kept in the run (an estimate,
+   marked as such), or else reports "not recorded".
+
+Usage::
+
+    scripts/bench [--quick] [--json PATH] [--steps LIST] [--parse-seconds S] [--keep]
+
+``--quick`` builds two steps instead of the whole path, without Hugo (the pages need
+every step's data), and parses for 2 s per mode.
+The results are printed as a table and written as JSON (default ``build/bench.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["bench_builds", "bench_parse", "bench_overhead", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+QUICK_STEPS = ["baseline", "jvm"]
+LOAD_BLOCKS = ("load", "warm-up", "smoke-test")   # plus load-VARIANT
+_T0 = time.monotonic()
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _clock() -> str:
+    return f"{time.monotonic() - _T0:6.1f} s"
+
+
+# --- 1. replay build, cold and warm -----------------------------------------------------
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[1])          # the tunepath being benchmarked
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _timed_build(label: str, site_dir: Path, runs_dir: Path | None, steps: list[str] | None,
+                 hugo: bool) -> dict:
+    cmd = [sys.executable, "-m", "tunepath.cli", "build", "--site-dir", str(site_dir)]
+    if runs_dir:
+        cmd += ["--runs-dir", str(runs_dir)]
+    if steps:
+        cmd += ["--steps", ",".join(steps)]
+    if not hugo:
+        cmd.append("--no-hugo")
+    _say(f"[{_clock()}] build ({label}): {' '.join(cmd[1:])}")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=_child_env(), cwd=str(site_dir))
+    tail: list[str] = []
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        tail = (tail + [line])[-15:]
+        _say(f"  [{label} {time.monotonic() - t0:6.1f} s] {line}")
+    status = proc.wait()
+    wall = time.monotonic() - t0
+    result = {"label": label, "wall_s": round(wall, 2), "exit_status": status}
+    last = site_dir / "build" / "last-build.json"
+    if status == 0 and last.is_file():
+        done = json.loads(last.read_text())
+        result.update(steps=len(done["steps"]), executed=len(done["executed"]),
+                      unchanged=len(done["unchanged"]), hugo_s=done.get("hugo_s"),
+                      hashing_s=done.get("hashing_s"))
+    elif status != 0:
+        result["error"] = "\n".join(tail)
+    return result
+
+
+def bench_builds(steps: list[str] | None, hugo: bool = True, runs_dir: Path | None = None,
+                 keep: bool = False) -> dict:
+    """A cold build into a fresh temporary site directory, then a warm one into the same."""
+    site = Path(tempfile.mkdtemp(prefix="tunepath-bench-site-"))
+    try:
+        cold = _timed_build("cold", site, runs_dir, steps, hugo)
+        warm = _timed_build("warm", site, runs_dir, steps, hugo) if cold["exit_status"] == 0 else None
+    finally:
+        if keep:
+            _say(f"  site kept: {site}")
+        else:
+            shutil.rmtree(site, ignore_errors=True)
+    return {"steps": steps or "all", "hugo": hugo, "cold": cold, "warm": warm,
+            "site_dir": str(site) if keep else None}
+
+
+# --- 2. parse throughput ----------------------------------------------------------------
+
+def report_files(fixtures: Path = FIXTURES, runs_dir: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Candidate files: the fixtures' wrk/ and wrk2/ and every run's raw/ (sorted)."""
+    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
+    notes = []
+    files: list[Path] = []
+    for sub in ("wrk", "wrk2"):
+        d = Path(fixtures) / sub
+        if d.is_dir():
+            files += sorted(p for p in d.iterdir() if p.is_file())
+        else:
+            notes.append(f"{d}: absent, skipped")
+    if runs_dir.is_dir():
+        files += sorted(p for p in runs_dir.glob("*/raw/*")
+                        if p.is_file() and not p.relative_to(runs_dir).parts[0].startswith("."))
+    return files, notes
+
+
+def _timed_loop(fn, items, seconds: float, label: str) -> tuple[int, int, float]:
+    """Call fn on every item, pass after pass, until ``seconds`` have passed."""
+    count = nbytes = 0
+    t0 = time.perf_counter()
+    next_note = t0 + 1.0
+    while True:
+        for item, size in items:
+            fn(item)
+            count += 1
+            nbytes += size
+        now = time.perf_counter()
+        if now >= next_note:
+            _say(f"  [parse {label} {now - t0:4.1f} s] {count} reports")
+            next_note = now + 1.0
+        if now - t0 >= seconds:
+            return count, nbytes, now - t0
+
+
+def bench_parse(seconds: float = 5.0, fixtures: Path = FIXTURES, runs_dir: Path | None = None) -> dict:
+    from .parser import ParseError
+    from .reports import parse_report, parse_report_file
+
+    files, notes = report_files(fixtures, runs_dir)
+    reports, rejected = [], []
+    for path in files:
+        try:
+            parse_report_file(path)
+            reports.append(path)
+        except ParseError:
+            rejected.append(path)
+    if not reports:
+        return {"error": "no report files found", "notes": notes}
+    sizes = {p: p.stat().st_size for p in reports}
+    _say(f"[{_clock()}] parse: {len(reports)} reports ({sum(sizes.values()) / 1024:.0f} KiB), "
+         f"{len(rejected)} other files left out; {seconds:g} s per mode")
+    out = {"files": len(reports), "bytes_per_pass": sum(sizes.values()), "not_reports": len(rejected),
+           "not_reports_examples": sorted({p.suffix or p.name for p in rejected}), "notes": notes,
+           "seconds_per_mode": seconds}
+    texts = [(p.read_bytes().decode("utf-8", errors="replace"), sizes[p]) for p in reports]
+    for label, fn, items in (("file", parse_report_file, [(p, sizes[p]) for p in reports]),
+                             ("memory", parse_report, texts)):
+        count, nbytes, took = _timed_loop(fn, items, seconds, label)
+        out[label] = {"reports": count, "seconds": round(took, 3), "reports_per_s": round(count / took, 1),
+                      "mb_per_s": round(nbytes / took / 1e6, 2), "us_per_report": round(took / count * 1e6, 1)}
+    return out
+
+
+# --- 3. orchestration overhead of live steps -------------------------------------------------
+
+def _load_block(step: str, block_id: str) -> bool:
+    if block_id in LOAD_BLOCKS:
+        return True
+    if not block_id.startswith("load-"):
+        return False
+    try:
+        from .steps import get_step
+
+        return block_id.removeprefix("load-") in {v.name for v in get_step(step).variants}
+    except Exception:   # noqa: BLE001 - a step no longer defined: judge by the name alone
+        return True
+
+
+def _notebook_duration(run_dir: Path, step: str) -> float | None:
+    """Papermill's duration of the step's executed notebook kept in the run, if any."""
+    for nb in sorted((run_dir / "notebooks").glob(f"[0-9][0-9]-{step}.ipynb")):
+        try:
+            meta = json.loads(nb.read_text(encoding="utf-8"))["metadata"].get("papermill", {})
+        except (OSError, ValueError, KeyError):
+            continue
+        if isinstance(meta.get("duration"), (int, float)):
+            return float(meta["duration"])
+    return None
+
+
+def bench_overhead(runs_dir: Path | None = None) -> dict:
+    """Per live run and step: wall, load, other commands, overhead = wall − load."""
+    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
+    runs = []
+    for meta in sorted(runs_dir.glob("*/run.json")):
+        if meta.parent.name.startswith("."):
+            continue
+        try:
+            record = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if record.get("kind") != "live":
+            continue
+        blocks = record.get("blocks") or []
+        timings = record.get("step_timings") or {}
+        order: list[str] = []
+        for name in [b.get("step") for b in blocks] + list(timings):
+            if name and name not in order:
+                order.append(name)
+        steps = []
+        for step in order:
+            mine = [b for b in blocks if b.get("step") == step and isinstance(b.get("duration_s"), (int, float))]
+            load = sum(b["duration_s"] for b in mine if _load_block(step, b.get("block", "")))
+            other = sum(b["duration_s"] for b in mine if not _load_block(step, b.get("block", "")))
+            wall = (timings.get(step) or {}).get("wall_s")
+            source = "recorded (step_timings)"
+            if not isinstance(wall, (int, float)):
+                wall = _notebook_duration(meta.parent, step)
+                source = ("estimated (Papermill duration of the run's executed notebook)"
+                          if wall is not None else "not recorded")
+            # Repetitions after the first restart Tomcat and warm up again, but the recorder keeps
+            # those blocks of the first repetition only: estimate the warm-ups it did not keep
+            # (one per repeated load block, at the mean recorded warm-up duration).
+            warmups = [b["duration_s"] for b in mine if b.get("block") == "warm-up"]
+            repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""))
+                           and b.get("block") != "warm-up" and (b.get("repetition") or 1) > 1)
+            unrecorded = repeated if warmups else 0
+            unrecorded_s = sum(warmups) / len(warmups) * unrecorded if warmups else 0.0
+            row = {"step": step, "wall_s": wall, "wall_source": source, "load_s": round(load, 3),
+                   "other_blocks_s": round(other, 3), "repeated_loads": repeated,
+                   "unrecorded_warmups": unrecorded, "unrecorded_warmup_s_est": round(unrecorded_s, 3),
+                   "timestamps_in_blocks": any("started" in b or "finished" in b for b in mine)}
+            if wall is not None:
+                row["overhead_s"] = round(wall - load, 3)
+                row["overhead_pct"] = round((wall - load) / wall * 100, 1) if wall > 0 else None
+                adjusted = wall - load - unrecorded_s
+                row["overhead_adjusted_s"] = round(adjusted, 3)
+                row["overhead_adjusted_pct"] = round(adjusted / wall * 100, 1) if wall > 0 else None
+            steps.append(row)
+        with_wall = [s for s in steps if s["wall_s"] is not None]
+        total = {"wall_s": round(sum(s["wall_s"] for s in with_wall), 3),
+                 "load_s": round(sum(s["load_s"] for s in with_wall), 3),
+                 "unrecorded_warmup_s_est": round(sum(s["unrecorded_warmup_s_est"] for s in with_wall), 3)}
+        total["overhead_s"] = round(total["wall_s"] - total["load_s"], 3)
+        total["overhead_adjusted_s"] = round(total["overhead_s"] - total["unrecorded_warmup_s_est"], 3)
+        runs.append({"run_id": record.get("run_id", meta.parent.name), "profile": record.get("profile"),
+                     "started": record.get("started"), "finished": record.get("finished"),
+                     "steps": steps, "total_with_wall": total})
+    return {"runs": runs}
+
+
+# --- report -------------------------------------------------------------------------------
+
+def _machine() -> dict:
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "cpu part")):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "arch": platform.machine(), "cpu": model,
+            "python": platform.python_version(), "system": f"{platform.system()} {platform.release()}"}
+
+
+def _fmt(value, spec: str = ".1f", none: str = "—") -> str:
+    return none if value is None else format(value, spec)
+
+
+def render(result: dict) -> str:
+    lines = []
+    m = result["machine"]
+    lines.append(f"tunepath {result['version']} benchmarks — {result['date']} — {m['cpus']} CPUs "
+                 f"({m['arch']}{', ' + m['cpu'] if m['cpu'] else ''}), Python {m['python']}"
+                 + (" — quick" if result["quick"] else ""))
+    b = result.get("build")
+    if b:
+        lines += ["", f"Replay build (steps: {b['steps'] if isinstance(b['steps'], str) else ','.join(b['steps'])}"
+                      f"{', Hugo' if b['hugo'] else ', no Hugo'})",
+                  f"  {'build':<6} {'wall s':>8} {'executed':>9} {'unchanged':>10} {'hugo s':>7}  status"]
+        for run in (b["cold"], b["warm"]):
+            if run is None:
+                lines.append(f"  {'warm':<6} {'—':>8}  not run (the cold build failed)")
+                continue
+            status = "ok" if run["exit_status"] == 0 else f"FAILED (exit {run['exit_status']})"
+            lines.append(f"  {run['label']:<6} {run['wall_s']:>8.1f} {_fmt(run.get('executed'), 'd'):>9} "
+                         f"{_fmt(run.get('unchanged'), 'd'):>10} {_fmt(run.get('hugo_s')):>7}  {status}")
+            if run.get("error"):
+                lines.append(f"         {run['error'].splitlines()[-1][:300]}")
+    p = result.get("parse")
+    if p:
+        lines += [""]
+        if "error" in p:
+            lines.append(f"Parse throughput: {p['error']}")
+        else:
+            lines += [f"Parse throughput ({p['files']} reports, {p['bytes_per_pass'] / 1024:.0f} KiB a pass; "
+                      f"{p['not_reports']} non-report files left out)",
+                      f"  {'mode':<26} {'reports/s':>10} {'MB/s':>7} {'µs/report':>10}"]
+            for label, what in (("file", "parse_report_file (disk)"), ("memory", "parse_report (in memory)")):
+                r = p[label]
+                lines.append(f"  {what:<26} {r['reports_per_s']:>10.0f} {r['mb_per_s']:>7.2f} {r['us_per_report']:>10.0f}")
+            lines += [f"  note: {n}" for n in p["notes"]]
+    o = result.get("overhead")
+    if o is not None:
+        lines += ["", "Orchestration overhead of live steps (overhead = wall − recorded load, warm-up and smoke-test "
+                      "blocks; adjusted: also minus the estimated warm-ups of repetitions 2… the record leaves out)"]
+        if not o["runs"]:
+            lines.append("  no live runs recorded")
+        for run in o["runs"]:
+            lines.append(f"  {run['run_id']} (profile {run['profile']})")
+            lines.append(f"    {'step':<16} {'wall s':>7} {'load s':>7} {'other s':>7} {'overhead s':>10} {'%':>5}"
+                         f" {'+warm-ups s':>11} {'adjusted s':>10} {'%':>5}  wall from")
+            for s in run["steps"]:
+                if s["wall_s"] is None:
+                    lines.append(f"    {s['step']:<16} {'not recorded':>7} {s['load_s']:>7.1f} {s['other_blocks_s']:>7.1f}")
+                    continue
+                src = "step_timings" if s["wall_source"].startswith("recorded") else "notebook (estimate)"
+                extra = (f"{s['unrecorded_warmup_s_est']:>7.1f} ({s['unrecorded_warmups']})"
+                         if s["unrecorded_warmups"] else "—")
+                lines.append(f"    {s['step']:<16} {s['wall_s']:>7.1f} {s['load_s']:>7.1f} {s['other_blocks_s']:>7.1f} "
+                             f"{s['overhead_s']:>10.1f} {_fmt(s['overhead_pct']):>5} {extra:>11} "
+                             f"{s['overhead_adjusted_s']:>10.1f} {_fmt(s['overhead_adjusted_pct']):>5}  {src}")
+            t = run["total_with_wall"]
+            pct = (lambda v: _fmt(v / t["wall_s"] * 100 if t["wall_s"] else None))
+            lines.append(f"    {'total':<16} {t['wall_s']:>7.1f} {t['load_s']:>7.1f} {'':>7} {t['overhead_s']:>10.1f} "
+                         f"{pct(t['overhead_s']):>5} {t['unrecorded_warmup_s_est']:>11.1f} "
+                         f"{t['overhead_adjusted_s']:>10.1f} {pct(t['overhead_adjusted_s']):>5}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="python -m tunepath.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help=f"build {','.join(QUICK_STEPS)} only, without Hugo, and parse for 2 s per mode")
+    p.add_argument("--json", default=str(ROOT / "build" / "bench.json"), help="where to write the results")
+    p.add_argument("--steps", default=None, help="comma-separated steps to build (default: all, or the quick set)")
+    p.add_argument("--no-hugo", action="store_true",
+                   help="builds stop after data and charts (implied by --quick and --steps)")
+    p.add_argument("--parse-seconds", type=float, default=None, help="parse time per mode (default 5, quick 2; at least 2)")
+    p.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
+    p.add_argument("--fixtures", default=str(FIXTURES), help="the shared fixtures (wrk/, wrk2/)")
+    p.add_argument("--only", default="build,parse,overhead", help="comma-separated: build, parse, overhead")
+    p.add_argument("--keep", action="store_true", help="keep the temporary site directory")
+    args = p.parse_args(argv)
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    unknown = only - {"build", "parse", "overhead"}
+    if unknown:
+        p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    steps = args.steps.split(",") if args.steps else (QUICK_STEPS if args.quick else None)
+    seconds = max(2.0, args.parse_seconds if args.parse_seconds is not None else (2.0 if args.quick else 5.0))
+    runs_dir = Path(args.runs_dir).resolve() if args.runs_dir else None
+
+    result = {"version": __version__, "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "machine": _machine(), "quick": args.quick}
+    failed = False
+    if "build" in only:
+        _say(f"[{_clock()}] benchmark 1/3: replay build, cold then warm")
+        hugo = not (args.no_hugo or args.quick or args.steps)   # Hugo needs every step's data
+        result["build"] = bench_builds(steps, hugo=hugo, runs_dir=runs_dir, keep=args.keep)
+        failed |= any(r is None or r["exit_status"] != 0 for r in (result["build"]["cold"], result["build"]["warm"]))
+    if "parse" in only:
+        _say(f"[{_clock()}] benchmark 2/3: parse throughput")
+        result["parse"] = bench_parse(seconds, Path(args.fixtures), runs_dir)
+        failed |= "error" in result["parse"]
+    if "overhead" in only:
+        _say(f"[{_clock()}] benchmark 3/3: orchestration overhead of recorded live runs")
+        result["overhead"] = bench_overhead(runs_dir)
+    result["total_s"] = round(time.monotonic() - _T0, 1)
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    _say("")
+    _say(render(result))
+    _say(f"\n(benchmarks took {result['total_s']:.0f} s; results in {out})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
