@@ -116,6 +116,16 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
             return ""
         d = stats.compare([r["rps"] for r in _reps(run, step, first)], [r["rps"] for r in reps])
         return fmt.significance(d.significant) if field.endswith("significance") else fmt.ratio_interval(d.low, d.high)
+    if field in ("cpu_vs_first", "cpu_vs_first_significance"):
+        if not comparing:
+            return ""
+        a, b = med("server_cpu", step, first), med("server_cpu")
+        if field == "cpu_vs_first":
+            return fmt.speedup(b / a) if a and b else ""
+        if variant == first or not a or not b:
+            return ""
+        return fmt.significance(stats.compare([r["server_cpu"] for r in _reps(run, step, first)],
+                                              [r["server_cpu"] for r in reps]).significant)
     if field in ("client_cpu_per_req", "server_cpu_per_req"):
         return fmt.micros(med("client_cpu" if field.startswith("client") else "server_cpu"))
     if field == "cpus_online":

@@ -238,13 +238,15 @@ def bench_overhead(runs_dir: Path | None = None) -> dict:
                 wall = _notebook_duration(meta.parent, step)
                 source = ("estimated (Papermill duration of the run's executed notebook)"
                           if wall is not None else "not recorded")
-            # Repetitions after the first restart Tomcat and warm up again, but the recorder keeps
-            # those blocks of the first repetition only: estimate the warm-ups it did not keep
-            # (one per repeated load block, at the mean recorded warm-up duration).
+            # Repetitions after the first restart Tomcat and warm up again; runs recorded before
+            # live.py kept every repetition's blocks hold the first repetition's only: estimate
+            # the warm-ups not kept (one per repeated load block, at the mean warm-up duration).
             warmups = [b["duration_s"] for b in mine if b.get("block") == "warm-up"]
             repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""))
                            and b.get("block") != "warm-up" and (b.get("repetition") or 1) > 1)
-            unrecorded = repeated if warmups else 0
+            # runs recorded since every repetition's blocks are kept need no estimate
+            kept = sum(1 for b in mine if b.get("block") == "warm-up" and (b.get("repetition") or 1) > 1)
+            unrecorded = max(0, repeated - kept) if warmups else 0
             unrecorded_s = sum(warmups) / len(warmups) * unrecorded if warmups else 0.0
             row = {"step": step, "wall_s": wall, "wall_source": source, "load_s": round(load, 3),
                    "other_blocks_s": round(other, 3), "repeated_loads": repeated,

@@ -268,10 +268,11 @@ def ratio_chart(rows: list[dict], static_dir: Path, name: str, title: str, alt_p
                     xerr=[[r["ratio"] - r["low"] for _, r in ci], [r["high"] - r["ratio"] for _, r in ci]],
                     fmt="none", ecolor="#37474f", capsize=3)
     ax.axvline(1.0, color=CONTEXT, linestyle="--")
-    ax.set_xscale("log")
+    top = max([v for v in vals if _finite(v)] + [r["high"] for _, r in ci] + [1.0])
+    ax.set_xlim(0, top * 1.1)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}×"))
     ax.set_yticks(y, labels)
-    ax.set_xlabel("ratio of requests per second (log scale; 1× = the same)")
+    ax.set_xlabel("ratio of requests per second (1× = the same; dashed line)")
     ax.set_title(title, loc="left", fontsize=10)
     rel = f"charts/{name}.svg"
     _write(fig, static_dir, rel)

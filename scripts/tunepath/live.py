@@ -313,12 +313,14 @@ def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> N
         raise TunepathError("; ".join(problems))
 
 
-def _run_block(session: Session, step: str, block, *, record: bool = True, timeout: float = 600):
+def _run_block(session: Session, step: str, block, *, record: bool = True, timeout: float = 600,
+               repetition: int = 1):
     host = session.host(block.host)
     result = host.run(block.text, timeout=timeout, check=False, as_written=True)
     if record:
         session.recorder.block(step, block.id, block.host, block.text, "ran", exit_status=result.exited,
-                               duration_s=round(result.duration_s, 3))
+                               duration_s=round(result.duration_s, 3),
+                               **({"repetition": repetition} if repetition > 1 else {}))
     if not result.ok:
         from .hosts import CommandFailed
 
@@ -426,7 +428,7 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False, rep
         tomcat.configure(config)
         restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
         log_offset = _log_size(session)
-        _run_block(session, step, restart_block, timeout=120, record=repetition == 1)
+        _run_block(session, step, restart_block, timeout=120, repetition=repetition)
         waited = tomcat.wait_ready(120)
         jvm_warnings = _jvm_warnings(session, log_offset)
         for w in jvm_warnings:
@@ -443,12 +445,12 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False, rep
 
         httpd = Httpd(session.server, session.ctx.httpd_dir)
         httpd.stop()
-        _run_block(session, step, blocks[f"httpd-{variant}"], timeout=60, record=repetition == 1)
+        _run_block(session, step, blocks[f"httpd-{variant}"], timeout=60, repetition=repetition)
         httpd.wait_ready()
         progress(f"{tag}: httpd answers on port 8081")
     if "warm-up" in blocks and not smoke and restart:
         progress(f"{tag}: warm-up {session.ctx.warmup_s} s")
-        _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60, record=repetition == 1)
+        _run_block(session, step, blocks["warm-up"], timeout=session.ctx.warmup_s + 60, repetition=repetition)
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool_name = variant if step == "load-generators" else session.tool.name
     if step == "load-generators" and variant == "jmeter":
