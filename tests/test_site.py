@@ -52,6 +52,11 @@ def _reps(run, step: str, variant: str) -> list:
     return out
 
 
+def _compare(a, b):
+    """stats.compare on the repetitions that have a ratio (positive figures)."""
+    return stats.compare([v for v in a if v and v > 0], [v for v in b if v and v > 0])
+
+
 def _median(values):
     values = [v for v in values if v is not None and v == v]
     return statistics.median(values) if values else None
@@ -87,20 +92,20 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
         summary = stats.summarise([r[key] for r in reps if r[key] is not None])
         if field == "rps_cv":
             return fmt.cv(summary.cv)
-        return (fmt.rate_interval if key == "rps" else fmt.micros_interval)(summary.low, summary.high)
+        return (fmt.rate_interval if key == "rps" else fmt.micros_interval)(summary.low, summary.high, summary.level)
     if field == "speedup_vs_stock":
         has_stock = run.measurement("baseline", "stock") and (step, variant) in seq
         return fmt.speedup(med("rps") / med("rps", "baseline", "stock")) if has_stock else ""
     if field == "change_vs_previous_pct":
         return fmt.percent_change((med("rps") / med("rps", *prev) - 1) * 100) if prev else ""
     if field in ("change_interval", "change_significance"):
-        if not prev:
+        if not prev or prev[0] != step:       # across steps nothing was interleaved: no interval
             return ""
-        d = stats.compare([r["rps"] for r in _reps(run, *prev)], [r["rps"] for r in reps])
+        d = _compare([r["rps"] for r in _reps(run, *prev)], [r["rps"] for r in reps])
         if field == "change_significance":
-            return fmt.significance(d.significant)
+            return fmt.significance(d.significant, d.low is not None)
         return fmt.pct_interval(None if d.low is None else (d.low - 1) * 100,
-                                None if d.high is None else (d.high - 1) * 100)
+                                None if d.high is None else (d.high - 1) * 100, d.level)
     if field == "previous_requests_per_sec":
         return fmt.rate(med("rps", *prev)) if prev else ""
     if field == "previous_label":
@@ -114,8 +119,9 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
             return fmt.speedup(med("rps") / med("rps", step, first))
         if variant == first:
             return ""
-        d = stats.compare([r["rps"] for r in _reps(run, step, first)], [r["rps"] for r in reps])
-        return fmt.significance(d.significant) if field.endswith("significance") else fmt.ratio_interval(d.low, d.high)
+        d = _compare([r["rps"] for r in _reps(run, step, first)], [r["rps"] for r in reps])
+        return (fmt.significance(d.significant, d.low is not None) if field.endswith("significance")
+                else fmt.ratio_interval(d.low, d.high, d.level))
     if field in ("cpu_vs_first", "cpu_vs_first_significance"):
         if not comparing:
             return ""
@@ -124,8 +130,8 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
             return fmt.speedup(b / a) if a and b else ""
         if variant == first or not a or not b:
             return ""
-        return fmt.significance(stats.compare([r["server_cpu"] for r in _reps(run, step, first)],
-                                              [r["server_cpu"] for r in reps]).significant)
+        d = _compare([r["server_cpu"] for r in _reps(run, step, first)], [r["server_cpu"] for r in reps])
+        return fmt.significance(d.significant, d.low is not None)
     if field in ("client_cpu_per_req", "server_cpu_per_req"):
         return fmt.micros(med("client_cpu" if field.startswith("client") else "server_cpu"))
     if field == "cpus_online":

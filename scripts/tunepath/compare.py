@@ -75,7 +75,8 @@ def _num(v):
 
 def _values(row: pd.Series | dict, key: str) -> list:
     v = row.get(key) if isinstance(row, dict) else row[key]
-    return [x for x in v if isinstance(x, (int, float)) and math.isfinite(x)] if isinstance(v, (list, tuple)) else []
+    return ([x for x in v if isinstance(x, (int, float)) and math.isfinite(x) and x > 0]
+            if isinstance(v, (list, tuple)) else [])
 
 
 def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
@@ -105,8 +106,9 @@ def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
             "b_requests_per_sec": fmt.rate(entry["b_requests_per_sec"]),
             "a_cpu": fmt.micros(_num(ra["server_cpu_us_per_req"])),
             "b_cpu": fmt.micros(_num(rb["server_cpu_us_per_req"])),
-            "ratio": fmt.speedup(ratio) or fmt.NA, "interval": fmt.ratio_interval(entry["low"], entry["high"]),
-            "significance": fmt.significance(entry["significant"]),
+            "ratio": fmt.speedup(ratio) or fmt.NA,
+            "interval": fmt.ratio_interval(entry["low"], entry["high"], d.level if d else None),
+            "significance": fmt.significance(entry["significant"], entry["low"] is not None),
             "cpu_ratio": fmt.speedup(cpu_ratio) or fmt.NA,
             "repetitions": f"{entry['a_n']} / {entry['b_n']}",
         }

@@ -65,18 +65,26 @@ def display(row: dict) -> dict:
         "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),
         "step_first_label": row["step_first_label"] or "",
         "repetitions": fmt.repetitions(_num(row.get("n"))),
-        "rps_interval": fmt.rate_interval(_num(row.get("rps_low")), _num(row.get("rps_high"))),
+        "rps_interval": fmt.rate_interval(_num(row.get("rps_low")), _num(row.get("rps_high")),
+                                          _num(row.get("interval_level"))),
         "rps_cv": fmt.cv(_num(row.get("rps_cv"))),
-        "cpu_interval": fmt.micros_interval(_num(row.get("cpu_low")), _num(row.get("cpu_high"))),
+        "cpu_interval": fmt.micros_interval(_num(row.get("cpu_low")), _num(row.get("cpu_high")),
+                                            _num(row.get("cpu_level"))),
         "cpu_cv": fmt.cv(_num(row.get("cpu_cv"))),
-        "change_interval": fmt.pct_interval(_num(row.get("change_low")), _num(row.get("change_high"))),
-        "change_significance": fmt.significance(_clean(row.get("change_significant"))),
-        "vs_first_interval": fmt.ratio_interval(_num(row.get("vs_first_low")), _num(row.get("vs_first_high"))),
-        "vs_first_significance": fmt.significance(_clean(row.get("vs_first_significant"))),
+        "change_interval": fmt.pct_interval(_num(row.get("change_low")), _num(row.get("change_high")),
+                                            _num(row.get("change_level"))),
+        "change_significance": fmt.significance(_clean(row.get("change_significant")),
+                                                _num(row.get("change_low")) is not None),
+        "vs_first_interval": fmt.ratio_interval(_num(row.get("vs_first_low")), _num(row.get("vs_first_high")),
+                                                _num(row.get("vs_first_level"))),
+        "vs_first_significance": fmt.significance(_clean(row.get("vs_first_significant")),
+                                                  _num(row.get("vs_first_low")) is not None),
         "cpu_vs_first": fmt.speedup(_num(row.get("cpu_vs_first"))),
         "cpu_vs_first_interval": fmt.ratio_interval(_num(row.get("cpu_vs_first_low")),
-                                                    _num(row.get("cpu_vs_first_high"))),
-        "cpu_vs_first_significance": fmt.significance(_clean(row.get("cpu_vs_first_significant"))),
+                                                    _num(row.get("cpu_vs_first_high")),
+                                                    _num(row.get("cpu_vs_first_level"))),
+        "cpu_vs_first_significance": fmt.significance(_clean(row.get("cpu_vs_first_significant")),
+                                                      _num(row.get("cpu_vs_first_low")) is not None),
         "latency_p50": fmt.latency(_num(row.get("p50_ms"))),
         "latency_p90": fmt.latency(_num(row.get("p90_ms"))),
         "latency_p999": fmt.latency(_num(row.get("p99.9_ms"))),
@@ -232,13 +240,15 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                                  "variant": r["variant"], "label": r["label"], "tool": r["tool"],
                                  "requests_per_sec": _num(r["requests_per_sec"]),
                                  "speedup_vs_stock": _num(r["speedup_vs_stock"]),
+                                 "flags": [_flag_entry(f) for f in r.get("flags") or []],
                                  "display": display(r)})
                          for r in rows.to_dict("records")]
         entry["charts"] = charts_by_run.get(run.run_id, [])
         entry["comparisons"] = [
             {"step": step, "step_title": titles[step], "page": pages[step],
              "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
-                              "requests_per_sec": _num(r["requests_per_sec"]), "display": display(r)})
+                              "requests_per_sec": _num(r["requests_per_sec"]),
+                              "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r)})
                       for r in sorted(others[others.step == step].to_dict("records"),
                                       key=lambda r: sort_key(run, r["step"], r["variant"]))]}
             for step in [s.name for s in STEPS if s.name in set(others.step)]]

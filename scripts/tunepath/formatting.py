@@ -72,22 +72,37 @@ def _range(lo: str, hi: str) -> str:
     return f"{lo} – {hi}" if lo and hi else ""
 
 
-def rate_interval(low, high) -> str:
-    """A confidence interval of requests per second: ``45,100 – 49,800``."""
-    return "" if _missing(low) or _missing(high) else _range(f"{low:,.0f}", f"{high:,.0f}")
+def level(value) -> str:
+    """A confidence level: ``0.95`` → ``95 %``; ``0.9375`` → ``93.8 %``."""
+    if _missing(value):
+        return ""
+    pct = value * 100
+    return f"{pct:.0f} %" if abs(pct - round(pct)) < 0.05 else f"{pct:.1f} %"
 
 
-def micros_interval(low, high) -> str:
-    return "" if _missing(low) or _missing(high) else _range(f"{low:,.1f}", f"{high:,.1f} µs")
+def _ci(text: str, lvl) -> str:
+    return f"{level(lvl)} CI {text}" if text and level(lvl) else text
 
 
-def ratio_interval(low, high) -> str:
-    return "" if _missing(low) or _missing(high) else _range(f"{low:.2f}×", f"{high:.2f}×")
+def rate_interval(low, high, lvl=None) -> str:
+    """A confidence interval of requests per second: ``93.8 % CI 45,100 – 49,800``."""
+    return "" if _missing(low) or _missing(high) else _ci(_range(f"{low:,.0f}", f"{high:,.0f}"), lvl)
 
 
-def pct_interval(low, high) -> str:
-    """``−3.10 % to +5.20 %``."""
-    return "" if _missing(low) or _missing(high) else f"{percent_change(low)} to {percent_change(high)}"
+def micros_interval(low, high, lvl=None) -> str:
+    return "" if _missing(low) or _missing(high) else _ci(_range(f"{low:,.1f}", f"{high:,.1f} µs"), lvl)
+
+
+def ratio_interval(low, high, lvl=None) -> str:
+    """``95 % CI 0.982× – 1.104×`` (three decimals: an interval just off 1× stays visible)."""
+    return "" if _missing(low) or _missing(high) else _ci(_range(f"{low:.3f}×", f"{high:.3f}×"), lvl)
+
+
+def pct_interval(low, high, lvl=None) -> str:
+    """``95 % CI −3.10 % to +5.20 %``."""
+    if _missing(low) or _missing(high):
+        return ""
+    return _ci(f"{percent_change(low)} to {percent_change(high)}", lvl)
 
 
 def cv(value) -> str:
@@ -95,10 +110,11 @@ def cv(value) -> str:
     return "" if _missing(value) else f"{value * 100:.1f} %"
 
 
-def significance(flag) -> str:
-    """``True`` → ``significant``; ``False`` → ``not significant``; unknown → empty."""
+def significance(flag, has_interval: bool = False) -> str:
+    """``True`` → ``significant``; ``False`` → ``not significant``; unknown → empty, or, where an
+    interval exists but too few repetitions could reach 95 %, ``too few runs to test at 95 %``."""
     if flag is None or (isinstance(flag, float) and math.isnan(flag)):
-        return ""
+        return "too few runs to test at 95 %" if has_interval else ""
     return "significant" if flag else "not significant"
 
 

@@ -401,16 +401,19 @@ def _drive(session: Session, load_text: str, duration: int, clients: list[Host])
 
 def _load_clients(session: Session, step: str, variant: str) -> list[Host]:
     """Every inventory client drives the load at once when there are several (and the tool
-    allows it: JMeter and ab measure from one client)."""
-    if len(session.clients) > 1 and session.options.all_clients and not (
+    allows it: JMeter and ab measure from one client; the rate sweep offers each rate from one
+    client, so that the offered rate is the one on its command line)."""
+    if len(session.clients) > 1 and session.options.all_clients and step != "rate-sweep" and not (
             step == "load-generators" and variant in ("ab", "jmeter")):
         return list(session.clients)
     return [session.client]
 
 
 def _measure(session: Session, step: str, variant: str, smoke: bool = False, repetition: int = 1,
-             restart: bool = True, keep_running: bool = False) -> float | None:
-    """Configure, restart, warm up and measure one variant once; returns its requests/s.
+             restart: bool = True, keep_running: bool = False) -> tuple[bool, float | None]:
+    """Configure, restart, warm up and measure one variant once; returns (recorded, requests/s):
+    not recorded when the tool measured nothing (JMeter without a summary), requests/s None
+    when the recorded report gives none.
 
     ``restart=False`` measures the Tomcat already running (the rate sweep's later rates);
     ``keep_running`` leaves it running afterwards."""
@@ -492,7 +495,7 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False, rep
         rec.skipped(step, variant, f"JMeter ran but produced no summary: {why.group(1).strip()}")
         progress(f"{tag}: skipped (JMeter produced no summary)")
         tomcat.stop()
-        return None
+        return False, None
     parts = None
     if len(clients) > 1:
         parts = [{"client": c.name, "stdout": r.stdout, "stderr": r.stderr, "exit_status": r.exited,
@@ -515,9 +518,11 @@ def _measure(session: Session, step: str, variant: str, smoke: bool = False, rep
         tomcat.stop()
     try:
         rates = [parse_report(r.stdout, tool_name).requests_per_sec for r in results]
-        return sum(rates) if all(isinstance(x, (int, float)) for x in rates) else None
-    except TunepathError:
-        return None
+        return True, (sum(rates) if all(isinstance(x, (int, float)) for x in rates) else None)
+    except TunepathError as exc:
+        rec.warn(f"{step}/{variant} repetition {repetition}: its report gives no rate ({exc}); it is kept as "
+                 "evidence and does not count towards the interval")
+        return True, None
 
 
 def _repeat(session: Session, step: str, variants: list[str]) -> None:
@@ -526,12 +531,13 @@ def _repeat(session: Session, step: str, variants: list[str]) -> None:
     budget is spent."""
     from .stats import StoppingRule
 
-    profile = get_profile(session.options.profile)
-    rule = StoppingRule(min_repetitions=session.options.repetitions or profile.repetitions,
-                        max_repetitions=max(session.options.max_repetitions or profile.max_repetitions,
-                                            session.options.repetitions or profile.repetitions),
-                        ci_target_pct=session.options.ci_target_pct or profile.ci_target_pct,
-                        time_budget_s=session.options.step_budget_s or profile.step_budget_s)
+    profile, opts = get_profile(session.options.profile), session.options
+    given = lambda value, default: default if value is None else value  # noqa: E731  (0 is refused below)
+    minimum = given(opts.repetitions, profile.repetitions)
+    rule = StoppingRule(min_repetitions=minimum,
+                        max_repetitions=max(given(opts.max_repetitions, profile.max_repetitions), minimum),
+                        ci_target_pct=given(opts.ci_target_pct, profile.ci_target_pct),
+                        time_budget_s=given(opts.step_budget_s, profile.step_budget_s))
     session.repeating = rule.max_repetitions > 1
     samples: dict[str, list[float]] = {v: [] for v in variants}
     started, rounds, reason = time.monotonic(), 0, ""
@@ -543,10 +549,10 @@ def _repeat(session: Session, step: str, variants: list[str]) -> None:
                 progress(f"{step}: round {rounds} of at most {rule.max_repetitions}, variant {i + 1}/{len(variants)}"
                          f" ({variant}); {time.monotonic() - started:.0f} s spent"
                          + (f" of a {rule.time_budget_s:.0f} s budget" if rule.time_budget_s else ""))
-            rps = _measure(session, step, variant, repetition=rounds)
-            if rps is None:
+            recorded, rps = _measure(session, step, variant, repetition=rounds)
+            if not recorded:
                 samples.pop(variant, None)      # e.g. JMeter measured nothing: skipped, not repeated
-            else:
+            elif rps is not None:
                 samples[variant].append(rps)
         variants = [v for v in variants if v in samples]
         if not variants:

@@ -106,6 +106,8 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
         # busy CPU time on this host that neither Tomcat nor the load generator accounts for
         cpus = server_cpus if host == "server" else client_cpus
         busy = u.get("busy")
+        if _finite(busy) and _finite(steal):
+            busy = busy - steal           # stolen time is flagged above, not as other load
         if _finite(busy) and _finite(window) and window > 0 and cpus:
             own = 0.0
             if host == "server" and _finite(tomcat_s):
@@ -115,8 +117,8 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
                 index = int(host.split("-")[1]) - 1
                 share = parts[index].get("client_cpu_s") if index < len(parts) else None
                 own += share if _finite(share) else 0.0
-            elif (host != "server" or same_machine) and _finite(client_s):
-                own += client_s
+            elif (host in ("client", "client-1") or (host == "server" and same_machine)) and _finite(client_s):
+                own += client_s             # only the hosts that drove the load ran the load generator
             if host == "server" and not _finite(tomcat_s):
                 continue                     # nothing to subtract: no estimate
             foreign = max(0.0, busy / 100.0 * cpus * window - own) / (cpus * window) * 100.0

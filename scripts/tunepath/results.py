@@ -21,10 +21,11 @@ import statistics
 import pandas as pd
 
 from . import stats
+from .errors import TunepathError
 from .noise import THRESHOLDS, Thresholds, flags_for
 from .reports import parse_report_file
 from .runstore import Run
-from .steps import MEASURED_SEQUENCE, step_variants, sweep_value
+from .steps import MEASURED_SEQUENCE, STEP_NAMES, step_variants, sweep_value
 
 __all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS"]
 
@@ -43,6 +44,7 @@ MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "t
                   "server_cpu_us_per_req"]
 COLUMNS = REPETITION_COLUMNS + [
     "n", "repetitions", "rps_low", "rps_high", "rps_cv", "cpu_low", "cpu_high", "cpu_cv", "interval_level",
+    "cpu_level", "change_level", "vs_first_level", "cpu_vs_first_level",
     "speedup_vs_stock", "change_vs_previous_pct", "change_low", "change_high", "change_significant",
     "previous_variant", "previous_label", "previous_requests_per_sec",
     "vs_step_first", "vs_first_low", "vs_first_high", "vs_first_significant", "step_first_label",
@@ -76,12 +78,14 @@ def _label(run: Run, step: str, variant: str) -> str:
 
 
 def sort_key(run: Run, step: str, variant: str) -> tuple:
-    """Variants in the step's own order; sweep points by their value."""
+    """Steps in the path's order; within one, variants in the step's own order, sweep points
+    by their value."""
+    s = STEP_NAMES.index(step) if step in STEP_NAMES else len(STEP_NAMES)
     value = sweep_value(variant)
     if value is not None:
-        return (0, value, variant)
+        return (s, 0, value, variant)
     order = _variant_order(run, step)
-    return (0, order.index(variant), variant) if variant in order else (1, 0, variant)
+    return (s, 0, order.index(variant), variant) if variant in order else (s, 1, 0, variant)
 
 
 def _order(step: str, variant: str) -> int:
@@ -111,9 +115,13 @@ def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], d
     flat["latency_max_ms"] = max((r["latency_max_ms"] for r in rows if r["latency_max_ms"] is not None),
                                  default=None)
     flat["latency_stdev_ms"] = None
-    merged = merge_reports(reports)
+    try:
+        merged = merge_reports(reports)
+    except TunepathError as exc:         # e.g. a client printed no percentiles: say so, keep the rest
+        merged = None
+        merge_error = str(exc)
     for key, col in (("50", "p50_ms"), ("90", "p90_ms"), ("99", "p99_ms"), ("99.9", "p99.9_ms")):
-        est = merged.percentiles.get(key)
+        est = merged.percentiles.get(key) if merged else None
         flat[col] = est[0] if est else None
     clients = []
     for (name, path), r, part in zip(m.parts, rows, parts_entries):
@@ -121,11 +129,28 @@ def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], d
                         "latency_avg_ms": r["latency_avg_ms"], "p99_ms": r["p99_ms"],
                         "client_cpu_s": part.get("client_cpu_s"), "exit_status": part.get("exit_status"),
                         "raw": str(path.relative_to(m.stdout.parents[2]))})
-    merge_info = {"method": merged.method, "exactness": merged.exactness,
-                  "p99": list(merged.percentiles.get("99") or ())}
-    # the merged report stands in for the flags' per-report checks (errors, duration …)
-    report = reports[0]
-    return flat, report, clients, merge_info
+    merge_info = ({"method": merged.method, "exactness": merged.exactness,
+                   "p99": list(merged.percentiles.get("99") or ())} if merged else
+                  {"method": "none", "exactness": f"the clients' latencies could not be merged: {merge_error}",
+                   "p99": []})
+    return flat, reports, clients, merge_info
+
+
+def _client_flags(reports, names, extra, *, tool, command, rate, flat, thresholds) -> list[dict]:
+    """Several clients: each client's own report checked (errors, calibration, duration), and the
+    summed rate against the summed offered rate."""
+    out = []
+    for name, report in zip(names, reports):
+        for f in flags_for(report, {}, tool=tool, command=command, offered_rate=None, server_cpus=None,
+                           client_cpus=None, same_machine=False, thresholds=thresholds):
+            out.append(dict(f, text=f"client {name}: {f['text']}", host=name))
+    offered = rate * len(reports) if rate else None
+    achieved = flat["requests_per_sec"]
+    if offered and achieved is not None and achieved < offered * (1 - thresholds.rate_shortfall_pct / 100):
+        out.append({"code": "rate-short", "field": "requests_per_sec", "host": None, "severity": "warning",
+                    "text": f"the {len(reports)} clients achieved {achieved:,.0f} req/s of {offered:,.0f} offered "
+                            f"({achieved / offered * 100:.0f} %): past the server's capacity"})
+    return out
 
 
 def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
@@ -136,9 +161,10 @@ def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> p
         server_cpus = (run.server.get("facts") or {}).get("cpus")
         for m in run.measurements:
             extra = run.record_measurement(m.step, m.variant, m.repetition)
-            clients, merge_info = [], None
+            clients, merge_info, reports = [], None, None
             if len(m.parts) > 1:
-                flat, report, clients, merge_info = _combined(m, extra.get("parts", []))
+                flat, reports, clients, merge_info = _combined(m, extra.get("parts", []))
+                report = reports[0]
                 client_cpu = sum(p.get("client_cpu_s") or 0 for p in extra.get("parts", [])) or None
             else:
                 report = parse_report_file(m.stdout, m.tool)
@@ -149,8 +175,15 @@ def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> p
             flags = flags_for(report, extra, tool=tool, command=m.command, offered_rate=rate,
                               server_cpus=server_cpus, client_cpus=client_cpus, same_machine=run.same_machine,
                               proxied=m.step == "proxy" and m.variant != "direct", thresholds=thresholds)
-            if merge_info is not None:      # the checks above saw one client; totals need their own
-                flags = [f for f in flags if f["code"] not in ("rate-short", "socket-errors", "non-2xx")]
+            if reports is not None:
+                # CPU checks stay (they use every host's figures); the report checks run per client
+                flags = [f for f in flags if f["code"] in ("steal", "foreign-load", "client-saturated")]
+                flags += _client_flags(reports, [n for n, _ in m.parts], extra, tool=tool, command=m.command,
+                                       rate=rate, flat=flat, thresholds=thresholds)
+                if merge_info["method"] == "none":
+                    flags.append({"code": "latency-merge", "field": "latency_p99", "host": None,
+                                  "severity": "warning", "text": merge_info["exactness"]})
+                rate = rate * len(reports) if rate else None      # what all clients together offered
             rows.append({
                 "run_id": run.run_id, "server": m.host, "client": m.client, "kind": run.kind,
                 "same_machine": run.same_machine, "step": m.step, "variant": m.variant,
@@ -210,16 +243,17 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run]) -> pd.DataFrame:
             rps = _summarise([r["requests_per_sec"] for r in recs])
             cpu = _summarise([r["server_cpu_us_per_req"] for r in recs])
             row.update(n=n, rps_low=rps.low, rps_high=rps.high, rps_cv=rps.cv, cpu_low=cpu.low, cpu_high=cpu.high,
-                       cpu_cv=cpu.cv, interval_level=rps.level)
+                       cpu_cv=cpu.cv, interval_level=rps.level, cpu_level=cpu.level)
             row["rps_values"] = [r["requests_per_sec"] for r in recs]
             row["cpu_values"] = [r["server_cpu_us_per_req"] for r in recs]
             row["flags"] = [dict(f, repetition=r["repetition"] if n > 1 else None) for r in recs for f in r["flags"]]
             row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
             row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
+            row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
                                    "raw": r["raw"], "flags": r["flags"]} for r in recs]
-            row["sort"] = sort_key(by_run[run_id], step, variant) if run_id in by_run else (1, 0, variant)
+            row["sort"] = sort_key(by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
             run_rows.append(row)
         run_rows.sort(key=lambda r: r["sort"])
         _derive(run_rows)
@@ -234,12 +268,16 @@ def measurements_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> 
 
 
 def _difference(rows_a: dict, rows_b: dict, prefix: str, column: str = "rps_values") -> dict:
-    """B against A with its interval (None when either has fewer than 3 repetitions)."""
-    a, b = _finite_values(rows_a[column]), _finite_values(rows_b[column])
+    """B against A with its interval (None when either has fewer than 3 usable repetitions).
+    A repetition that served nothing (0 req/s) or used no CPU has no ratio: it is left out."""
+    a = [v for v in _finite_values(rows_a[column]) if v > 0]
+    b = [v for v in _finite_values(rows_b[column]) if v > 0]
     if not a or not b:
-        return {f"{prefix}_low": None, f"{prefix}_high": None, f"{prefix}_significant": None}
+        return {f"{prefix}_low": None, f"{prefix}_high": None, f"{prefix}_significant": None,
+                f"{prefix}_level": None}
     d = stats.compare(a, b)
-    return {f"{prefix}_low": d.low, f"{prefix}_high": d.high, f"{prefix}_significant": d.significant}
+    return {f"{prefix}_low": d.low, f"{prefix}_high": d.high, f"{prefix}_significant": d.significant,
+            f"{prefix}_level": d.level if d.low is not None else None}
 
 
 def _derive(rows: list[dict]) -> None:
@@ -249,7 +287,7 @@ def _derive(rows: list[dict]) -> None:
     for r in rows:
         r.update(speedup_vs_stock=None, change_vs_previous_pct=None, previous_variant=None,
                  previous_label=None, previous_requests_per_sec=None, change_low=None, change_high=None,
-                 change_significant=None)
+                 change_significant=None, change_level=None)
     for i, r in enumerate(seq):
         rps = r["requests_per_sec"]
         if stock and _ok(stock["requests_per_sec"]) and _ok(rps):
@@ -261,10 +299,13 @@ def _derive(rows: list[dict]) -> None:
             r["previous_requests_per_sec"] = prev["requests_per_sec"]
             if _ok(prev["requests_per_sec"]) and _ok(rps):
                 r["change_vs_previous_pct"] = (rps / prev["requests_per_sec"] - 1.0) * 100.0
-                d = _difference(prev, r, "change")
-                r.update(change_low=None if d["change_low"] is None else (d["change_low"] - 1) * 100,
-                         change_high=None if d["change_high"] is None else (d["change_high"] - 1) * 100,
-                         change_significant=d["change_significant"])
+                if prev["step"] == r["step"]:
+                    # only configurations measured in the same interleaved rounds get an interval:
+                    # across steps, drift over time would pass for an effect
+                    d = _difference(prev, r, "change")
+                    r.update(change_low=None if d["change_low"] is None else (d["change_low"] - 1) * 100,
+                             change_high=None if d["change_high"] is None else (d["change_high"] - 1) * 100,
+                             change_significant=d["change_significant"], change_level=d["change_level"])
 
 
 def _derive_comparisons(rows: list[dict]) -> None:
@@ -272,7 +313,7 @@ def _derive_comparisons(rows: list[dict]) -> None:
     for r in rows:
         r.update(vs_step_first=None, step_first_label=None, vs_first_low=None, vs_first_high=None,
                  vs_first_significant=None, cpu_vs_first=None, cpu_vs_first_low=None, cpu_vs_first_high=None,
-                 cpu_vs_first_significant=None)
+                 cpu_vs_first_significant=None, vs_first_level=None, cpu_vs_first_level=None)
     for step in dict.fromkeys(r["step"] for r in rows if r["order"] < 0 and r["step"] not in ("setup", "rate-sweep")):
         mine = [r for r in rows if r["step"] == step]      # already in the step's order
         first = mine[0]

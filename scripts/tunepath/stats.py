@@ -4,10 +4,15 @@ A single run's throughput or p99 says little on a shared machine; the same
 configuration run again can differ by several per cent. This module turns
 repetitions into figures a reader can trust:
 
-- :func:`summarise` — median of the repetitions with a bootstrap percentile
-  interval of the median (seeded, so the same numbers give the same interval);
-- :func:`compare` — the ratio of two configurations' medians with a bootstrap
-  interval, and whether the change is distinguishable from noise;
+- :func:`summarise` — median of the repetitions with a distribution-free interval
+  of the median (order statistics), and the confidence that interval really has;
+- :func:`compare` — the ratio of two configurations' medians with a distribution-free
+  interval (Hodges–Lehmann/Moses, exact under the Mann–Whitney null distribution),
+  and whether the change is distinguishable from noise at the requested level;
+
+Few repetitions cannot reach 95 %: three values give a 75 % interval of the median,
+five 93.75 %, six 96.9 %; a difference needs at least four values on each side to be
+tested at 95 %. The achieved level is reported, never rounded up.
 - :class:`StoppingRule` — when to stop repeating: every configuration's
   interval within a target relative half-width (the Phoronix Test Suite's
   "standard deviation target" idea), a maximum number of repetitions, or a
@@ -34,14 +39,14 @@ __all__ = [
     "clean",
     "summarise",
     "compare",
+    "median_interval",
+    "shift_interval",
 ]
 
 # Fewer values than this give no interval: a bootstrap of one or two values
 # can only reproduce them.
 MIN_FOR_INTERVAL = 3
 
-# Bootstrap resamples are drawn in chunks of at most this many numbers.
-_CHUNK_ELEMENTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -124,33 +129,79 @@ def _check_level(level: float, resamples: int) -> None:
         raise TunepathError(f"use at least 100 bootstrap resamples, got {resamples!r}")
 
 
-def _bootstrap_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Medians of ``resamples`` resamples (with replacement) of ``values``."""
-    n = len(values)
-    rows = max(1, _CHUNK_ELEMENTS // n)
-    parts = []
-    done = 0
-    while done < resamples:
-        take = min(rows, resamples - done)
-        idx = rng.integers(0, n, size=(take, n))
-        parts.append(np.median(values[idx], axis=1))
-        done += take
-    return np.concatenate(parts)
+def _binomial_tail(n: int, k: int) -> float:
+    """P(X ≤ k) for X ~ Binomial(n, 1/2)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
 
 
-def _bounds(stats: np.ndarray, level: float) -> tuple[float, float]:
-    alpha = (1 - level) / 2
-    low, high = np.quantile(stats, [alpha, 1 - alpha])
-    return float(low), float(high)
+def median_interval(sorted_values: np.ndarray, level: float) -> tuple[float, float, float]:
+    """Distribution-free interval of the median from order statistics: (low, high, achieved level).
+
+    [x_(k), x_(n+1−k)] covers the median with probability 1 − 2·P(Binom(n, ½) ≤ k − 1), whatever
+    the distribution. The narrowest such interval reaching ``level`` is returned; with too few
+    values to reach it, the widest one (minimum to maximum) with the level it does reach
+    (75 % for three values, 87.5 % for four, 93.75 % for five, 96.9 % for six)."""
+    n = len(sorted_values)
+    k_best, achieved = 1, 1 - 2 * _binomial_tail(n, 0)
+    for k in range(1, n // 2 + 1):
+        coverage = 1 - 2 * _binomial_tail(n, k - 1)
+        if coverage >= level:
+            k_best, achieved = k, coverage
+        else:
+            break
+    return float(sorted_values[k_best - 1]), float(sorted_values[n - k_best]), achieved
+
+
+def _u_distribution(m: int, n: int) -> list[int]:
+    """Counts of the Mann–Whitney U statistic (pairs with an A below a B) over all C(m+n, m)
+    orderings of m A-values and n B-values without ties."""
+    # the largest value is either an A (adds no pair) or a B (above every one of the i A's)
+    table: dict[tuple[int, int], list[int]] = {}
+    for i in range(m + 1):
+        for j in range(n + 1):
+            if i == 0 or j == 0:
+                table[(i, j)] = [1]
+                continue
+            out = [0] * (i * j + 1)
+            for u, c in enumerate(table[(i - 1, j)]):
+                out[u] += c
+            for u, c in enumerate(table[(i, j - 1)]):
+                out[u + i] += c
+            table[(i, j)] = out
+    return table[(m, n)]
+
+
+def shift_interval(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, float, float]:
+    """Distribution-free interval of the shift from A to B (Hodges–Lehmann/Moses): (low, high, level).
+
+    The pairwise differences b_j − a_i are sorted; [D_(k), D_(mn+1−k)] covers the shift with
+    probability 1 − 2·P(U ≤ k − 1) under the exact Mann–Whitney null distribution. It excludes
+    zero exactly when the two-sided Mann–Whitney test rejects at that level. With too few
+    values to reach ``level``, the widest interval and the level it reaches are returned."""
+    m, n = len(a), len(b)
+    diffs = np.sort((b[None, :] - a[:, None]).ravel())
+    counts = _u_distribution(m, n)
+    total = math.comb(m + n, m)
+    k_best, achieved, cdf = 1, 1 - 2 * counts[0] / total, 0
+    for k in range(1, (m * n) // 2 + 1):
+        cdf += counts[k - 1]
+        coverage = 1 - 2 * cdf / total
+        if coverage >= level:
+            k_best, achieved = k, coverage
+        else:
+            break
+    return float(diffs[k_best - 1]), float(diffs[m * n - k_best]), achieved
 
 
 def summarise(values: Iterable[float | None], level: float = 0.95, resamples: int = 10000,
               seed: int = 0) -> Summary:
-    """Median, bootstrap percentile interval of the median, and spread of ``values``.
+    """Median, distribution-free interval of the median, and spread of ``values``.
 
     None and NaN are ignored. With fewer than three values there is no interval
     (``low``/``high`` are None); with fewer than two no coefficient of variation.
-    The same values, level, resamples and seed always give the same result.
+    ``Summary.level`` is the confidence the interval really has: the requested
+    ``level`` when there are enough values (six for 95 %), less with fewer.
+    ``resamples`` and ``seed`` are accepted for compatibility; the interval is exact.
     """
     _check_level(level, resamples)
     data = clean(values)
@@ -163,45 +214,43 @@ def summarise(values: Iterable[float | None], level: float = 0.95, resamples: in
         mean = float(np.mean(data))
         cv = float(np.std(data, ddof=1)) / mean if mean != 0 else None
     low = high = None
+    achieved = level
     if n >= MIN_FOR_INTERVAL:
-        rng = np.random.default_rng(seed)
-        low, high = _bounds(_bootstrap_medians(data, resamples, rng), level)
-        # the percentile interval of a median always brackets it up to float rounding
-        low, high = min(low, median), max(high, median)
-    return Summary(n=n, median=median, low=low, high=high, level=level, cv=cv,
+        low, high, achieved = median_interval(np.sort(data), level)
+    return Summary(n=n, median=median, low=low, high=high, level=achieved, cv=cv,
                    min=float(data.min()), max=float(data.max()))
 
 
 def compare(a_values: Iterable[float | None], b_values: Iterable[float | None], level: float = 0.95,
             resamples: int = 10000, seed: int = 0) -> Difference:
-    """How B differs from A: ratio of medians (B / A) with a bootstrap interval.
+    """How B differs from A: ratio of medians (B / A), with a distribution-free interval.
 
-    The two samples are resampled independently (the runs are not paired). The
-    change is ``significant`` when the interval of the ratio excludes 1.0 (the
-    interval of the per-cent change excludes 0); it is None when either sample
-    has fewer than three values. A's values must be positive: a ratio to zero is
-    undefined.
+    The interval is that of the shift between the two samples' logarithms
+    (:func:`shift_interval`, exact under the Mann–Whitney null distribution), turned back
+    into a ratio. The change is ``significant`` when that interval excludes 1.0 *and*
+    reaches ``level``; with too few repetitions to test at ``level`` (fewer than four
+    in each sample for 95 %) it is None and the interval carries the level it reaches.
+    The samples are not paired. Both must hold positive values only.
     """
     _check_level(level, resamples)
     a, b = clean(a_values), clean(b_values)
     if len(a) == 0 or len(b) == 0:
         which = "A" if len(a) == 0 else "B"
         raise TunepathError(f"sample {which} has no values (all were missing or NaN)")
-    if (a <= 0).any():
-        raise TunepathError("sample A (the baseline) must hold positive values only: "
-                            "a ratio to zero or a negative figure means nothing")
+    if (a <= 0).any() or (b <= 0).any():
+        raise TunepathError("both samples must hold positive values only: a ratio to zero or a "
+                            "negative figure means nothing")
     ratio = float(np.median(b) / np.median(a))
     low = high = None
     significant = None
+    achieved = level
     if len(a) >= MIN_FOR_INTERVAL and len(b) >= MIN_FOR_INTERVAL:
-        rng = np.random.default_rng(seed)
-        med_a = _bootstrap_medians(a, resamples, rng)
-        med_b = _bootstrap_medians(b, resamples, rng)
-        low, high = _bounds(med_b / med_a, level)
-        low, high = min(low, ratio), max(high, ratio)
-        significant = not (low <= 1.0 <= high)
+        lo, hi, achieved = shift_interval(np.log(a), np.log(b), level)
+        low, high = math.exp(lo), math.exp(hi)
+        if achieved >= level - 1e-12:
+            significant = not (low <= 1.0 <= high)
     return Difference(ratio=ratio, low=low, high=high, change_pct=(ratio - 1) * 100,
-                      significant=significant, n_a=len(a), n_b=len(b), level=level)
+                      significant=significant, n_a=len(a), n_b=len(b), level=achieved)
 
 
 def _fmt(value: float) -> str:
