@@ -262,7 +262,10 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     per_rep = [sum(parse_file(p).requests_per_sec for _, p in run.measurement("baseline", "stock", r).parts)
                for r in (1, 2)]
     assert row["n"] == 2 and row["requests_per_sec"] == pytest.approx(sum(per_rep) / 2)
-    assert len(row["clients"]) == 2
+    assert sorted(c["repetition"] for c in row["clients"]) == [1, 1, 2, 2]     # each client, per repetition
+    assert len({c["raw"] for c in row["clients"]}) == 4                      # from its own raw output
+    flags = [f for f in row["flags"] if f.get("host") in {n for n, _ in m.parts}]
+    assert all(f["text"].startswith("client ") for f in flags)   # per-client checks name their client
     assert row["latency_merge"]["method"] == "bounds"     # Debian wrk prints no spectrum: a bound, not a merge
     entry = run.record_measurement("baseline", "stock", 2)
     assert entry["client_cpu_s"] == pytest.approx(sum(p["client_cpu_s"] for p in entry["parts"]))
