@@ -113,7 +113,7 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
     if len(offered) == 1:
         rate = offered.pop()
         ax.axvline(rate, color=OFFERED, linestyle="--", linewidth=1)
-        xlabel += f"; dashed line: offered rate, {fmt.rate(rate).removesuffix('.00')} req/s"
+        xlabel += f"; dashed line: offered rate, {fmt.offered(rate)} req/s"
     ax.set_xlim(0, top * 1.08)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:,.0f}"))
     ax.set_xlabel(xlabel)
@@ -243,7 +243,7 @@ def rate_sweep_chart(rows: list[dict], capacity, static_dir: Path, name: str, ru
     bottom.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
     rel = f"charts/{name}.svg"
     _write(fig, static_dir, rel)
-    listing = "; ".join(f"{fmt.rate(r['offered_rate']).removesuffix('.00')} offered: "
+    listing = "; ".join(f"{fmt.offered(r['offered_rate'])} offered: "
                         f"{fmt.rate(r['requests_per_sec'])} achieved, p99 {fmt.latency(r.get('p99_ms'))}"
                         for r in rows)
     return Chart(id=name.split("-", 1)[1], run_id=run_id, src=rel,

@@ -58,8 +58,7 @@ def display(row: dict) -> dict:
         if _num(row["previous_requests_per_sec"]) is not None else "",
         "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
         else fmt.NA,
-        "offered_rate": fmt.rate(_num(row["offered_rate"])).removesuffix(".00")
-        if _num(row["offered_rate"]) else fmt.NA,
+        "offered_rate": fmt.offered(_num(row["offered_rate"])),
         "vs_step_first": fmt.speedup(_num(row["vs_step_first"])),
         "client_cpu_per_req": fmt.micros(_num(row["client_cpu_us_per_req"])),
         "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),

@@ -22,6 +22,11 @@ def rate(value) -> str:
     return NA if _missing(value) else f"{value:,.2f}"
 
 
+def offered(value) -> str:
+    """An offered rate (``-R``), whole when it is: ``25000`` → ``25,000``; absent → ``n/a``."""
+    return NA if _missing(value) or not value else rate(value).removesuffix(".00")
+
+
 def count(value) -> str:
     return NA if _missing(value) else f"{int(value):,}"
 

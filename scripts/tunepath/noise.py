@@ -25,6 +25,9 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
+from .errors import TunepathError
+from .steps import parse_cpu_list
+
 __all__ = ["Thresholds", "THRESHOLDS", "flags_for", "requested_duration"]
 
 
@@ -60,15 +63,12 @@ def requested_duration(command: str, tool: str | None) -> float | None:
 
 
 def _count_cpus(cpus_online: str | None, fallback) -> int | None:
-    if cpus_online:
+    """How many CPUs were online (``"0-1"`` → 2), else ``fallback``."""
+    try:
+        n = len(parse_cpu_list(cpus_online)) if cpus_online else 0
+    except TunepathError:
         n = 0
-        for part in cpus_online.split(","):
-            lo, _, hi = part.partition("-")
-            if lo.strip().isdigit():
-                n += (int(hi) - int(lo) + 1) if hi.strip().isdigit() else 1
-        if n:
-            return n
-    return fallback if isinstance(fallback, int) and fallback > 0 else None
+    return n or (fallback if isinstance(fallback, int) and fallback > 0 else None)
 
 
 def _flag(code: str, field: str, text: str, host: str | None = None, severity: str = "warning") -> dict:

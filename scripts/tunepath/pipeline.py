@@ -309,7 +309,7 @@ def _add_analysis(result: StepResult, doc: dict) -> None:
         elif result.step == "rate-sweep":
             cap = capacity(result, run)
             if cap is not None:
-                rate = lambda v: fmt.rate(v).removesuffix(".00") if v else fmt.NA  # noqa: E731
+                rate = fmt.offered
                 block["analysis"] = {
                     "slo_ms": cap.slo_ms, "percentile": cap.percentile,
                     "capacity_rate": cap.capacity_rate, "max_throughput": cap.max_throughput,
