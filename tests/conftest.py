@@ -33,7 +33,7 @@ class BuiltSite:
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> BuiltSite:
     """The whole site, replayed from runs/ into a temporary directory (never the work tree)."""
-    from tunepath.build import build_site
+    from tunepath.publish.build import build_site
 
     site_dir = tmp_path_factory.mktemp("site")
     public = build_site(site_dir=site_dir)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import TEST_DATA
-from tunepath.abparser import parse_ab, parse_ab_file, parse_report, parse_report_file
+from tunepath.parse.ab import parse_ab, parse_ab_file, parse_report, parse_report_file
 from tunepath.errors import TunepathError
-from tunepath.parser import PERCENTILE_KEYS, ParseError, WrkReport
+from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, WrkReport
 
 AB = TEST_DATA / "ab"
 NORMAL = (AB / "normal.txt").read_text()

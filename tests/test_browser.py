@@ -28,7 +28,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 SCREENSHOTS = ARTIFACTS / "screenshots"
-from tunepath.steps import STEPS as _STEPS
+from tunepath.steps.legacy import STEPS as _STEPS
 STEPS = [s.page for s in _STEPS]          # the pages, in the order of the path
 LP_URL = f"/{LP_PATH}/"
 EXPECTED_PATHS = [LP_URL] + [f"{LP_URL}{s}/" for s in STEPS]

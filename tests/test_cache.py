@@ -15,7 +15,9 @@ import shutil
 import pytest
 
 from conftest import ROOT
-from tunepath import build, cache, cli
+from tunepath.publish import build
+from tunepath.publish import cache
+from tunepath import cli
 from tunepath.errors import TunepathError
 
 STEPS = ["baseline", "jvm"]
@@ -109,7 +111,7 @@ def test_runs_and_package_are_hashed_once_per_build(site, monkeypatch):
     assert site.rebuild(monkeypatch) == []
     inputs = [p for p in seen if p.startswith(str(site.runs)) or "/tunepath/" in p]
     assert inputs and len(inputs) == len(set(inputs))           # each input file once, not once per step
-    assert any(p.endswith("/tunepath/cache.py") for p in inputs)
+    assert any(p.endswith("/tunepath/publish/cache.py") for p in inputs)
 
 
 def test_a_run_being_recorded_changes_nothing(site, monkeypatch):

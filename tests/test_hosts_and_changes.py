@@ -9,12 +9,12 @@ import pytest
 
 from conftest import ROOT
 from tunepath.errors import TunepathError
-from tunepath.hosts import CommandResult, Host, HostSpec, LocalHost, load_inventory
-from tunepath.loadgen import LoadTool
-from tunepath.recorder import Masker, RunRecorder
-from tunepath.runstore import RunStore
-from tunepath.steps import HostContext, plan, variant_config
-from tunepath.tomcatconf import ConfigError, TomcatConfig, render_server_xml, render_setenv
+from tunepath.live.hosts import CommandResult, Host, HostSpec, LocalHost, load_inventory
+from tunepath.live.loadgen import LoadTool
+from tunepath.evidence.recorder import Masker, RunRecorder
+from tunepath.evidence.store import RunStore
+from tunepath.steps.legacy import HostContext, plan, variant_config
+from tunepath.live.tomcatconf import ConfigError, TomcatConfig, render_server_xml, render_setenv
 
 STOCK_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- licence header -->
@@ -142,8 +142,8 @@ C8G_FACTS = {"numa_nodes": 2, "nic": {"name": "enP11p4s0", "queues": 32, "numa_n
 
 
 def _session(tmp_path, apply: bool, allow_reboot: bool = False):
-    from tunepath.live import LiveOptions, Session
-    from tunepath.hosts import Inventory
+    from tunepath.live.session import LiveOptions, Session
+    from tunepath.live.hosts import Inventory
 
     record = json.loads((ROOT / "runs" / "reference-aws-c8g" / "run.json").read_text())
     record.update(run_id="live-test", kind="live", status="partial", measurements=[], verification=[])
@@ -161,7 +161,7 @@ DISRUPTIVE = [(step, b) for step in ("baseline", "nic-queues", "numa", "iommu")
 
 @pytest.mark.parametrize("step, block", DISRUPTIVE, ids=lambda x: getattr(x, "id", x))
 def test_dry_run_records_the_exact_commands_and_changes_nothing(tmp_path, step, block):
-    from tunepath.live import _disruptive
+    from tunepath.live.session import _disruptive
 
     session, rec, server = _session(tmp_path, apply=False)
     changed, reason = _disruptive(session, step, block)
@@ -185,7 +185,7 @@ def test_expected_dry_run_commands_for_the_reference_host():
 
 
 def test_apply_saves_the_original_state_first_then_runs_the_block(tmp_path):
-    from tunepath.live import _disruptive
+    from tunepath.live.session import _disruptive
 
     session, rec, server = _session(tmp_path, apply=True)
     block = next(b for s, b in DISRUPTIVE if b.id == "set-queues")
@@ -198,7 +198,7 @@ def test_apply_saves_the_original_state_first_then_runs_the_block(tmp_path):
 
 
 def test_apply_without_allow_reboot_keeps_grub_as_dry_run(tmp_path):
-    from tunepath.live import _disruptive
+    from tunepath.live.session import _disruptive
 
     session, rec, server = _session(tmp_path, apply=True, allow_reboot=False)
     block = next(b for s, b in DISRUPTIVE if b.id == "iommu-passthrough")
@@ -208,7 +208,7 @@ def test_apply_without_allow_reboot_keeps_grub_as_dry_run(tmp_path):
 
 
 def test_preflight_refusals_on_this_machine():
-    from tunepath.hoststate import preflight
+    from tunepath.live.hoststate import preflight
 
     host = LocalHost()
     ctx = RunStore(ROOT / "runs").load("reference-aws-c8g").context
@@ -228,8 +228,8 @@ def test_masker_replaces_whole_names_only():
 
 # --- the proxy step -----------------------------------------------------------------------------
 def test_proxy_plan_shows_a_placeholder_never_a_secret():
-    from tunepath.proxy import httpd_conf
-    from tunepath.tomcatconf import ajp_attributes
+    from tunepath.live.httpd import httpd_conf
+    from tunepath.live.tomcatconf import ajp_attributes
 
     blocks = {b.id: b for b in plan("proxy", HostContext(httpd_dir="/srv/httpd"))}
     assert 'secret="AJP_SECRET_GENERATED_PER_RUN"' in blocks["ajp-connector"].text

@@ -22,11 +22,11 @@ import pytest
 from conftest import ROOT
 from sshd import SSHD, free_port, keygen, start_sshd
 from tunepath.errors import TunepathError
-from tunepath.hosts import HostKeyError, LocalHost, connect, load_inventory
-from tunepath.live import LiveOptions
-from tunepath.runner import run_path
-from tunepath.runstore import FACT_KEYS, RunStore
-from tunepath.steps import plan
+from tunepath.live.hosts import HostKeyError, LocalHost, connect, load_inventory
+from tunepath.live.session import LiveOptions
+from tunepath.live.runner import run_path
+from tunepath.evidence.store import FACT_KEYS, RunStore
+from tunepath.steps.legacy import plan
 
 pytestmark = pytest.mark.live
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
@@ -76,7 +76,7 @@ def test_live_run_over_ssh_records_measurements_and_facts(ssh_run):
     assert rec["same_machine"] is True and "one machine" in rec["label"]
     got = [(m.step, m.variant) for m in run.measurements]
     assert got == [("setup", "smoke"), ("baseline", "stock"), ("baseline", "access-log-off"), ("baseline", "threads")]
-    from tunepath.parser import parse_file
+    from tunepath.parse.wrk import parse_file
 
     for m in run.measurements:
         report = parse_file(m.stdout)
@@ -249,8 +249,8 @@ def test_repetitions_are_interleaved_and_stop_at_the_maximum(two_client_run):
 
 
 def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
-    from tunepath.parser import parse_file
-    from tunepath.results import measurements_frame
+    from tunepath.parse.wrk import parse_file
+    from tunepath.analysis.frames import measurements_frame
 
     run = two_client_run
     m = run.measurement("baseline", "stock", 2)

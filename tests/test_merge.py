@@ -1,4 +1,4 @@
-"""Several clients' latency merged (tunepath.merge)."""
+"""Several clients' latency merged (tunepath.parse.merge)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REFERENCE, need_shared
 from tunepath.errors import TunepathError
-from tunepath.merge import MERGE_KEYS, MergedLatency, _Reader, merge_reports, spectrum_buckets
-from tunepath.parser import Histogram, WrkReport
-from tunepath.reports import parse_report_file
+from tunepath.parse.merge import MERGE_KEYS, MergedLatency, _Reader, merge_reports, spectrum_buckets
+from tunepath.parse.wrk import Histogram, WrkReport
+from tunepath.parse.reports import parse_report_file
 
 SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
 SPECTRUM_FILES = [

@@ -11,10 +11,10 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, ROOT, need_shared
-from tunepath.noise import Thresholds, flags_for, requested_duration
-from tunepath.parser import parse_file
-from tunepath.recorder import RunRecorder
-from tunepath.runstore import RunStore
+from tunepath.analysis.noise import Thresholds, flags_for, requested_duration
+from tunepath.parse.wrk import parse_file
+from tunepath.evidence.recorder import RunRecorder
+from tunepath.evidence.store import RunStore
 
 
 def codes(flags):
@@ -127,7 +127,7 @@ def _record(tmp_path, reps: dict[str, list[str]]):
 
 
 def test_repetitions_are_recorded_apart_and_summarised_as_medians(tmp_path):
-    from tunepath.results import measurements_frame, repetitions_frame
+    from tunepath.analysis.frames import measurements_frame, repetitions_frame
 
     run = _record(tmp_path, {"stock": ["plain.txt", "latency.txt", "max_load_c50.txt"],
                              "access-log-off": ["max_load_c50.txt", "max_load_c50.txt", "latency.txt"]})
@@ -151,7 +151,7 @@ def test_repetitions_are_recorded_apart_and_summarised_as_medians(tmp_path):
 
 
 def test_a_difference_within_the_noise_is_not_significant(tmp_path):
-    from tunepath.results import measurements_frame
+    from tunepath.analysis.frames import measurements_frame
 
     # overlapping samples: access-log-off's fastest run is slower than stock's fastest
     run = _record(tmp_path, {"stock": ["max_load_c50.txt", "latency.txt", "plain.txt", "max_load_c50.txt"],
@@ -162,8 +162,8 @@ def test_a_difference_within_the_noise_is_not_significant(tmp_path):
 
 
 def test_pages_get_intervals_flags_and_the_stopping_reason(tmp_path):
-    from tunepath.export import run_block
-    from tunepath.results import measurements_frame
+    from tunepath.publish.hugo_data import run_block
+    from tunepath.analysis.frames import measurements_frame
 
     run = _record(tmp_path, {"stock": ["plain.txt", "latency.txt", "max_load_c50.txt"]})
     block = run_block(run, "baseline", measurements_frame([run]))
@@ -176,8 +176,8 @@ def test_pages_get_intervals_flags_and_the_stopping_reason(tmp_path):
 
 # --- comparison across runs ---------------------------------------------------------------
 def test_two_runs_side_by_side_with_ratios_and_differing_facts():
-    from tunepath.compare import compare_document
-    from tunepath.results import measurements_frame
+    from tunepath.analysis.compare import compare_document
+    from tunepath.analysis.frames import measurements_frame
 
     runs = RunStore(ROOT / "runs").load_all()
     doc = compare_document(runs, measurements_frame(runs))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA, need_shared
-from tunepath.parser import PERCENTILE_KEYS, ParseError, parse, parse_file
+from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, parse, parse_file
 
 CONTRACT_KEYS = {
     "tool", "url", "threads", "connections", "calibration", "latency_ms", "req_per_sec_per_thread",

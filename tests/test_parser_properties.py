@@ -7,8 +7,8 @@ import math
 from hypothesis import given, settings, strategies as st
 
 from conftest import FIXTURES, REFERENCE, TEST_DATA
-from tunepath.parser import ParseError, parse
-from tunepath.units import UnitError, parse_bytes, parse_count, parse_time_ms
+from tunepath.parse.wrk import ParseError, parse
+from tunepath.parse.units import UnitError, parse_bytes, parse_count, parse_time_ms
 
 TIME = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 COUNT = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}

@@ -13,9 +13,9 @@ import pytest
 from conftest import FIXTURES, ROOT, need_shared
 from tunepath import pipeline
 from tunepath.errors import TunepathError
-from tunepath.results import measurements_frame, offered_rate
-from tunepath.runstore import RunError, RunStore
-from tunepath.steps import HostContext, brace_ranges, cpu_ranges, parse_cpu_list, plan
+from tunepath.analysis.frames import measurements_frame, offered_rate
+from tunepath.evidence.store import RunError, RunStore
+from tunepath.steps.legacy import HostContext, brace_ranges, cpu_ranges, parse_cpu_list, plan
 
 RUNS = ROOT / "runs"
 
@@ -49,7 +49,7 @@ def test_reference_raw_outputs_are_the_published_bytes():
 def test_recorded_sweep_matches_its_commands_and_plan():
     """The imported sandbox sweep: each command as its .cmd file says, and as the step's plan renders it."""
     need_shared()
-    from tunepath.steps import plan
+    from tunepath.steps.legacy import plan
 
     run = RunStore(RUNS).load("sandbox-wrk2-rate-sweep")
     blocks = {b.id: b.text for b in plan("rate-sweep", run.context)}
@@ -158,7 +158,7 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 def test_failing_notebook_keeps_its_output_and_names_the_step(tmp_path, runs_copy):
-    from tunepath.build import execute_step
+    from tunepath.publish.build import execute_step
 
     (runs_copy / "reference-grace" / "run.json").write_text("{ broken")
     with pytest.raises(TunepathError) as info:

@@ -15,11 +15,11 @@ import pytest
 
 from conftest import LP_PATH, ROOT
 from htmlscan import scan
-from tunepath import formatting as fmt
-from tunepath import stats
-from tunepath.reports import parse_report_file
-from tunepath.runstore import RunStore
-from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
+from tunepath.publish import formatting as fmt
+from tunepath.analysis import stats
+from tunepath.parse.reports import parse_report_file
+from tunepath.evidence.store import RunStore
+from tunepath.steps.legacy import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
 
 pytestmark = pytest.mark.site
 STEP_PAGES = [s.page for s in STEPS]

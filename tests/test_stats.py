@@ -1,4 +1,4 @@
-"""Repetitions, bootstrap intervals, differences and the stopping rule (tunepath.stats)."""
+"""Repetitions, bootstrap intervals, differences and the stopping rule (tunepath.analysis.stats)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tunepath.errors import TunepathError
-from tunepath.stats import Difference, StoppingRule, Summary, compare, summarise
+from tunepath.analysis.stats import Difference, StoppingRule, Summary, compare, summarise
 
 FAST = 500  # resamples for property tests: enough for ordering, quick to draw
 

@@ -1,4 +1,4 @@
-"""Capacity at a latency objective from a wrk2 rate sweep (tunepath.sweep)."""
+"""Capacity at a latency objective from a wrk2 rate sweep (tunepath.analysis.sweep)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REFERENCE, need_shared
 from tunepath.errors import TunepathError
-from tunepath.parser import WrkReport
-from tunepath.reports import parse_report_file
-from tunepath.sweep import Capacity, SweepPoint, capacity, normalise_percentile, points_from_reports
+from tunepath.parse.wrk import WrkReport
+from tunepath.parse.reports import parse_report_file
+from tunepath.analysis.sweep import Capacity, SweepPoint, capacity, normalise_percentile, points_from_reports
 
 SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
 

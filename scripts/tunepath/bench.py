@@ -6,8 +6,8 @@
    every notebook). Wall seconds of each command, and how many notebooks it executed.
 2. **Parse throughput**: every report file of the shared wrk/wrk2 fixtures and of
    ``runs/*/raw/`` parsed over and over for a fixed time, with
-   :func:`tunepath.reports.parse_report_file` (read + recognise + parse) and with
-   :func:`tunepath.reports.parse_report` on text already in memory (parse only):
+   :func:`tunepath.parse.reports.parse_report_file` (read + recognise + parse) and with
+   :func:`tunepath.parse.reports.parse_report` on text already in memory (parse only):
    reports per second and MB per second. Files that are not reports (commands, stderr,
    the fixtures of failures) are counted and left out.
 3. **Orchestration overhead of live steps**, from the recorded live runs: per step, wall
@@ -153,8 +153,8 @@ def _timed_loop(fn, items, seconds: float, label: str) -> tuple[int, int, float]
 
 
 def bench_parse(seconds: float = 5.0, fixtures: Path = FIXTURES, runs_dir: Path | None = None) -> dict:
-    from .parser import ParseError
-    from .reports import parse_report, parse_report_file
+    from tunepath.parse.wrk import ParseError
+    from tunepath.parse.reports import parse_report, parse_report_file
 
     files, notes = report_files(fixtures, runs_dir)
     reports, rejected = [], []
@@ -189,7 +189,7 @@ def _load_block(step: str, block_id: str) -> bool:
     if not block_id.startswith("load-"):
         return False
     try:
-        from .steps import get_step
+        from tunepath.steps.legacy import get_step
 
         return block_id.removeprefix("load-") in {v.name for v in get_step(step).variants}
     except Exception:   # noqa: BLE001 - a step no longer defined: judge by the name alone
@@ -352,7 +352,7 @@ def render(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import __version__
+    from tunepath import __version__
 
     p = argparse.ArgumentParser(prog="python -m tunepath.bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true",

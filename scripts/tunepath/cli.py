@@ -22,15 +22,15 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from tunepath import __version__
 
 
-from .errors import TunepathError as UserError, is_expected
+from tunepath.errors import TunepathError as UserError, is_expected
 
 
 def _cmd_parse(args) -> int:
-    from .parser import ParseError
-    from .reports import parse_report, parse_report_file
+    from tunepath.parse.wrk import ParseError
+    from tunepath.parse.reports import parse_report, parse_report_file
 
     source = "stdin" if args.file == "-" else args.file
     try:
@@ -50,7 +50,7 @@ def _cmd_parse(args) -> int:
 
 
 def _cmd_steps(args) -> int:
-    from .steps import STEPS
+    from tunepath.steps.legacy import STEPS
 
     for step in STEPS:
         print(f"{step.number:02d}  {step.name:<11} {step.title}")
@@ -58,9 +58,9 @@ def _cmd_steps(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import pair_document
-    from .results import measurements_frame
-    from .runstore import RunStore
+    from tunepath.analysis.compare import pair_document
+    from tunepath.analysis.frames import measurements_frame
+    from tunepath.evidence.store import RunStore
 
     store = RunStore(Path(args.runs_dir))
     a, b = store.load(args.run_a), store.load(args.run_b)
@@ -87,8 +87,8 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    from .runstore import RunStore
-    from .steps import get_step, plan
+    from tunepath.evidence.store import RunStore
+    from tunepath.steps.legacy import get_step, plan
 
     step = get_step(args.step)
     store = RunStore(Path(args.runs_dir))
@@ -101,7 +101,7 @@ def _cmd_plan(args) -> int:
 
 
 def _cmd_build(args) -> int:
-    from .build import build_site
+    from tunepath.publish.build import build_site
 
     steps = args.steps.split(",") if args.steps else None
     build_site(site_dir=Path(args.site_dir), runs_dir=Path(args.runs_dir) if args.runs_dir else None,
@@ -132,7 +132,7 @@ def _positive_int(text: str) -> int:
 
 
 def _live_options(args):
-    from .live import LiveOptions
+    from tunepath.live.session import LiveOptions
 
     return LiveOptions(hosts_file=_abs(args.hosts, "inventory"), profile=args.profile if hasattr(args, "profile") else "quick",
                        apply=getattr(args, "apply", False), allow_reboot=getattr(args, "allow_reboot", False),
@@ -148,8 +148,8 @@ def _live_options(args):
 
 
 def _cmd_run(args) -> int:
-    from .loadgen import get_profile
-    from .runner import run_path
+    from tunepath.live.loadgen import get_profile
+    from tunepath.live.runner import run_path
 
     get_profile(args.profile)
     if args.allow_reboot and not args.apply:
@@ -161,7 +161,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_restore(args) -> int:
-    from .runner import restore_host
+    from tunepath.live.runner import restore_host
 
     done = restore_host(_live_options(args), force=args.force)
     print("\n".join(done) if done else "nothing to restore: no saved state and no changed server.xml")
@@ -169,7 +169,7 @@ def _cmd_restore(args) -> int:
 
 
 def _host_args(sp) -> None:
-    from .tomcat import TOMCAT_VERSION
+    from tunepath.live.tomcat import TOMCAT_VERSION
 
     sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
     sp.add_argument("--trust-new-hosts", action="store_true",

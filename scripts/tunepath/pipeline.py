@@ -7,7 +7,7 @@ A notebook stays a page of narrative around three calls::
     pipeline.publish(result, charts, site_dir=...)
 
 In ``mode="replay"`` the step reads recorded runs. In ``mode="live"`` :func:`step`
-first runs the step on the hosts of the inventory (through :mod:`tunepath.live`),
+first runs the step on the hosts of the inventory (through :mod:`tunepath.live.session`),
 recording into the run being recorded, then parses that run like any other; the site
 itself is rebuilt from all runs once the live run is complete.
 """
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import charts as chartlib
-from .errors import TunepathError
-from .export import historical_for, step_document, summary_document, write_json
-from .results import measurements_frame
-from .runstore import Run, RunStore
-from .steps import MEASURED_SEQUENCE, get_step, plan
+from tunepath.publish import charts as chartlib
+from tunepath.errors import TunepathError
+from tunepath.publish.hugo_data import historical_for, step_document, summary_document, write_json
+from tunepath.analysis.frames import measurements_frame
+from tunepath.evidence.store import Run, RunStore
+from tunepath.steps.legacy import MEASURED_SEQUENCE, get_step, plan
 
 __all__ = ["MODES", "check_mode", "StepResult", "replay_step", "replay_summary", "draw_charts",
            "publish", "notebook_links", "table", "flags", "capacity", "best_threads"]
@@ -52,8 +52,8 @@ def step(name: str, mode: str, runs_dir, run_ids=None, hosts_file=None, profile:
 
 def _step(name, mode, runs_dir, run_ids, hosts_file, profile, apply, allow_reboot, **live_options):
     if mode == "live":
-        from .live import LiveOptions, run_step
-        from .recorder import INPROGRESS
+        from tunepath.live.session import LiveOptions, run_step
+        from tunepath.evidence.recorder import INPROGRESS
 
         if not run_ids:
             raise TunepathError("live mode needs the id of the run being recorded (start it with "
@@ -162,7 +162,7 @@ def _history(result: StepResult, run: Run) -> list[dict]:
 
 def capacity(result: StepResult, run: Run):
     """The rate sweep of ``run`` read at the result's latency objective (a ``sweep.Capacity``)."""
-    from .sweep import SweepPoint, capacity as read_capacity
+    from tunepath.analysis.sweep import SweepPoint, capacity as read_capacity
 
     rows = result.frame[result.frame.run_id == run.run_id].sort_values("offered_rate")
     points = [SweepPoint(r["offered_rate"], r["requests_per_sec"],
@@ -175,7 +175,7 @@ def capacity(result: StepResult, run: Run):
 
 def best_threads(result: StepResult, run: Run) -> dict | None:
     """The thread count with the highest median throughput, and the ones not distinguishable from it."""
-    from . import stats
+    from tunepath.analysis import stats
 
     rows = result.frame[result.frame.run_id == run.run_id].to_dict("records")
     rows = [r for r in rows if r["requests_per_sec"] and r["requests_per_sec"] > 0]
@@ -211,8 +211,8 @@ def _sweep_charts(result: StepResult, static: Path) -> list[chartlib.Chart]:
 
 
 def _compare_charts(result: StepResult, static: Path) -> list[chartlib.Chart]:
-    from .compare import default_pair, step_rows
-    from .steps import STEPS
+    from tunepath.analysis.compare import default_pair, step_rows
+    from tunepath.steps.legacy import STEPS
 
     out = []
     pair = default_pair(result.runs)
@@ -274,7 +274,7 @@ def publish(result: StepResult, charts: list[chartlib.Chart], site_dir, mode: st
     data_dir = Path(site_dir) / "data"
     chart_dicts = [c.to_dict() for c in charts]
     if result.step == "compare":
-        from .compare import compare_document
+        from tunepath.analysis.compare import compare_document
 
         by_pair = {c["run_id"]: c for c in chart_dicts}
         doc = compare_document(result.runs, result.all_rows, by_pair, notebook_links("compare"))
@@ -297,7 +297,7 @@ def publish(result: StepResult, charts: list[chartlib.Chart], site_dir, mode: st
 
 def _add_analysis(result: StepResult, doc: dict) -> None:
     """The sweeps' readings per run: the best thread count, the capacity at the objective."""
-    from . import formatting as fmt
+    from tunepath.publish import formatting as fmt
 
     for block in doc["runs"]:
         run = result.run(block["run_id"])

@@ -1,0 +1,340 @@
+"""Parsed frames: recorded runs → pandas rows.
+
+:func:`repetitions_frame` has one row per recorded measurement (a configuration may be
+measured several times, interleaved with the others), each with its noise flags
+(:mod:`tunepath.analysis.noise`). :func:`measurements_frame` has one row per configuration: the
+median of its repetitions, a confidence interval and coefficient of variation
+(:mod:`tunepath.analysis.stats`), and derived figures with their intervals.
+
+Derived figures are computed within one run only (one server host, one client):
+the speed-up over that run's own stock baseline, the change against the previous
+measurement of that run's tuning sequence, and, for steps that compare variants, the
+ratio to the step's first variant. Runs from different hosts are never combined.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+
+import pandas as pd
+
+from tunepath.analysis import stats
+from tunepath.errors import TunepathError
+from tunepath.analysis.noise import THRESHOLDS, Thresholds, flags_for
+from tunepath.parse.reports import parse_report_file
+from tunepath.evidence.store import Run
+from tunepath.steps.legacy import MEASURED_SEQUENCE, STEP_NAMES, step_variants, sweep_value
+
+__all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS"]
+
+REPETITION_COLUMNS = [
+    "run_id", "server", "client", "kind", "same_machine", "step", "variant", "label", "order",
+    "repetition", "tool", "command", "offered_rate", "cpus_online", "requests", "duration_s", "bytes_read",
+    "requests_per_sec", "transfer_per_sec_bytes", "latency_avg_ms", "latency_stdev_ms", "latency_max_ms",
+    "p50_ms", "p90_ms", "p99_ms", "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors",
+    "jvm_warnings", "client_cpu_us_per_req", "server_cpu_us_per_req", "warnings", "flags",
+    "clients", "latency_merge", "raw",
+]
+# figures taken as the median of a configuration's repetitions
+MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "transfer_per_sec_bytes",
+                  "latency_avg_ms", "latency_stdev_ms", "latency_max_ms", "p50_ms", "p90_ms", "p99_ms",
+                  "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors", "client_cpu_us_per_req",
+                  "server_cpu_us_per_req"]
+COLUMNS = REPETITION_COLUMNS + [
+    "n", "repetitions", "rps_low", "rps_high", "rps_cv", "cpu_low", "cpu_high", "cpu_cv", "interval_level",
+    "cpu_level", "change_level", "vs_first_level", "cpu_vs_first_level",
+    "speedup_vs_stock", "change_vs_previous_pct", "change_low", "change_high", "change_significant",
+    "previous_variant", "previous_label", "previous_requests_per_sec",
+    "vs_step_first", "vs_first_low", "vs_first_high", "vs_first_significant", "step_first_label",
+    "cpu_vs_first", "cpu_vs_first_low", "cpu_vs_first_high", "cpu_vs_first_significant",
+]
+
+_RATE = re.compile(r"(?:^|\s)(?:-R\s*|--rate[= ])(\d+(?:\.\d+)?)([kKmMgG]?)\b")
+
+
+def offered_rate(command: str) -> float | None:
+    """The constant rate a wrk2 command asks for (``-R500000``, ``-R 50k``), or None."""
+    m = _RATE.search(command or "")
+    if not m:
+        return None
+    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2).lower()]
+    return float(m.group(1)) * scale
+
+
+def _variant_order(run: Run, step: str) -> list[str]:
+    return [v.name for v in step_variants(step, run.context)]
+
+
+def _label(run: Run, step: str, variant: str) -> str:
+    for v in step_variants(step, run.context):
+        if v.name == variant:
+            return v.label
+    value = sweep_value(variant)
+    if value is not None:       # a sweep point outside this context's list
+        return f"{value:,} req/s offered" if variant.startswith("rate-") else f"maxThreads {value}"
+    return variant
+
+
+def sort_key(run: Run, step: str, variant: str) -> tuple:
+    """Steps in the path's order; within one, variants in the step's own order, sweep points
+    by their value."""
+    s = STEP_NAMES.index(step) if step in STEP_NAMES else len(STEP_NAMES)
+    value = sweep_value(variant)
+    if value is not None:
+        return (s, 0, value, variant)
+    order = _variant_order(run, step)
+    return (s, 0, order.index(variant), variant) if variant in order else (s, 1, 0, variant)
+
+
+def _order(step: str, variant: str) -> int:
+    try:
+        return MEASURED_SEQUENCE.index((step, variant))
+    except ValueError:
+        return -1
+
+
+def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], dict | None]:
+    """Several clients at once: their reports parsed, throughput summed, latency merged."""
+    from tunepath.parse.merge import merge_reports
+
+    reports = [parse_report_file(path, m.tool) for _, path in m.parts]
+    rows = [r.to_row() for r in reports]
+    total = lambda key: sum(r[key] for r in rows if r[key] is not None) if any(  # noqa: E731
+        r[key] is not None for r in rows) else None
+    requests = total("requests")
+    flat = dict(rows[0])
+    flat.update(requests=requests, requests_per_sec=total("requests_per_sec"), bytes_read=total("bytes_read"),
+                transfer_per_sec_bytes=total("transfer_per_sec_bytes"),
+                socket_errors_total=total("socket_errors_total"), non_2xx_3xx=total("non_2xx_3xx"),
+                duration_s=max((r["duration_s"] for r in rows if r["duration_s"] is not None), default=None))
+    weights = [(r["latency_avg_ms"], r["requests"]) for r in rows
+               if r["latency_avg_ms"] is not None and r["requests"]]
+    flat["latency_avg_ms"] = (sum(a * n for a, n in weights) / sum(n for _, n in weights)) if weights else None
+    flat["latency_max_ms"] = max((r["latency_max_ms"] for r in rows if r["latency_max_ms"] is not None),
+                                 default=None)
+    flat["latency_stdev_ms"] = None
+    try:
+        merged = merge_reports(reports)
+    except TunepathError as exc:         # e.g. a client printed no percentiles: say so, keep the rest
+        merged = None
+        merge_error = str(exc)
+    for key, col in (("50", "p50_ms"), ("90", "p90_ms"), ("99", "p99_ms"), ("99.9", "p99.9_ms")):
+        est = merged.percentiles.get(key) if merged else None
+        flat[col] = est[0] if est else None
+    clients = []
+    for (name, path), r, part in zip(m.parts, rows, parts_entries):
+        clients.append({"client": name, "requests_per_sec": r["requests_per_sec"], "requests": r["requests"],
+                        "latency_avg_ms": r["latency_avg_ms"], "p99_ms": r["p99_ms"],
+                        "client_cpu_s": part.get("client_cpu_s"), "exit_status": part.get("exit_status"),
+                        "raw": str(path.relative_to(m.stdout.parents[2]))})
+    merge_info = ({"method": merged.method, "exactness": merged.exactness,
+                   "p99": list(merged.percentiles.get("99") or ())} if merged else
+                  {"method": "none", "exactness": f"the clients' latencies could not be merged: {merge_error}",
+                   "p99": []})
+    return flat, reports, clients, merge_info
+
+
+def _client_flags(reports, names, extra, *, tool, command, rate, flat, thresholds) -> list[dict]:
+    """Several clients: each client's own report checked (errors, calibration, duration), and the
+    summed rate against the summed offered rate."""
+    out = []
+    for name, report in zip(names, reports):
+        for f in flags_for(report, {}, tool=tool, command=command, offered_rate=None, server_cpus=None,
+                           client_cpus=None, same_machine=False, thresholds=thresholds):
+            out.append(dict(f, text=f"client {name}: {f['text']}", host=name))
+    offered = rate * len(reports) if rate else None
+    achieved = flat["requests_per_sec"]
+    if offered and achieved is not None and achieved < offered * (1 - thresholds.rate_shortfall_pct / 100):
+        out.append({"code": "rate-short", "field": "requests_per_sec", "host": None, "severity": "warning",
+                    "text": f"the {len(reports)} clients achieved {achieved:,.0f} req/s of {offered:,.0f} offered "
+                            f"({achieved / offered * 100:.0f} %): past the server's capacity"})
+    return out
+
+
+def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
+    """Every recorded measurement of ``runs``, parsed, one row each, with its noise flags."""
+    rows = []
+    for run in runs:
+        client_cpus = (run.client.get("facts") or {}).get("cpus")
+        server_cpus = (run.server.get("facts") or {}).get("cpus")
+        for m in run.measurements:
+            extra = run.record_measurement(m.step, m.variant, m.repetition)
+            clients, merge_info, reports = [], None, None
+            if len(m.parts) > 1:
+                flat, reports, clients, merge_info = _combined(m, extra.get("parts", []))
+                report = reports[0]
+                client_cpu = sum(p.get("client_cpu_s") or 0 for p in extra.get("parts", [])) or None
+            else:
+                report = parse_report_file(m.stdout, m.tool)
+                flat = report.to_row()
+                client_cpu = extra.get("client_cpu_s")
+            tool = m.tool or report.tool
+            rate = offered_rate(m.command)
+            flags = flags_for(report, extra, tool=tool, command=m.command, offered_rate=rate,
+                              server_cpus=server_cpus, client_cpus=client_cpus, same_machine=run.same_machine,
+                              proxied=m.step == "proxy" and m.variant != "direct", thresholds=thresholds)
+            if reports is not None:
+                # CPU checks stay (they use every host's figures); the report checks run per client
+                flags = [f for f in flags if f["code"] in ("steal", "foreign-load", "client-saturated")]
+                flags += _client_flags(reports, [n for n, _ in m.parts], extra, tool=tool, command=m.command,
+                                       rate=rate, flat=flat, thresholds=thresholds)
+                if merge_info["method"] == "none":
+                    flags.append({"code": "latency-merge", "field": "latency_p99", "host": None,
+                                  "severity": "warning", "text": merge_info["exactness"]})
+                rate = rate * len(reports) if rate else None      # what all clients together offered
+            rows.append({
+                "run_id": run.run_id, "server": m.host, "client": m.client, "kind": run.kind,
+                "same_machine": run.same_machine, "step": m.step, "variant": m.variant,
+                "label": _label(run, m.step, m.variant), "order": _order(m.step, m.variant),
+                "repetition": m.repetition,
+                "tool": tool, "command": m.command, "offered_rate": rate,
+                "cpus_online": m.cpus_online,
+                "requests": flat["requests"], "duration_s": flat["duration_s"],
+                "bytes_read": flat["bytes_read"], "requests_per_sec": flat["requests_per_sec"],
+                "transfer_per_sec_bytes": flat["transfer_per_sec_bytes"],
+                "latency_avg_ms": flat["latency_avg_ms"], "latency_stdev_ms": flat["latency_stdev_ms"],
+                "latency_max_ms": flat["latency_max_ms"],
+                "p50_ms": flat["p50_ms"], "p90_ms": flat.get("p90_ms"), "p99_ms": flat["p99_ms"],
+                "p99.9_ms": flat["p99.9_ms"],
+                "socket_errors_total": flat["socket_errors_total"], "non_2xx_3xx": flat["non_2xx_3xx"],
+                "errors": flat["socket_errors_total"],
+                "warnings": list(report.warnings),
+                "jvm_warnings": list(extra.get("jvm_warnings", [])),
+                "client_cpu_us_per_req": _per_request(client_cpu, flat["requests"]),
+                "server_cpu_us_per_req": _per_request(extra.get("tomcat_cpu_s"), flat["requests"]),
+                "flags": flags, "clients": clients, "latency_merge": merge_info,
+                "raw": str(m.stdout.relative_to(run.path.parent)),
+            })
+    return pd.DataFrame(rows, columns=REPETITION_COLUMNS)
+
+
+_EMPTY = stats.Summary(n=0, median=math.nan, low=None, high=None, level=0.95, cv=None, min=math.nan, max=math.nan)
+
+
+def _finite_values(values) -> list[float]:
+    return [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v)]
+
+
+def _summarise(values) -> "stats.Summary":
+    values = _finite_values(values)
+    return stats.summarise(values) if values else _EMPTY
+
+
+def _median(values):
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return statistics.median(values) if values else None
+
+
+def variant_frame(reps: pd.DataFrame, runs: list[Run]) -> pd.DataFrame:
+    """One row per configuration: medians of its repetitions, intervals, flags, derived figures."""
+    by_run = {r.run_id: r for r in runs}
+    rows = []
+    for run_id in dict.fromkeys(reps.run_id):
+        run_rows = []
+        mine = reps[reps.run_id == run_id]
+        for (step, variant), group in mine.groupby(["step", "variant"], sort=False):
+            recs = sorted(group.to_dict("records"), key=lambda r: r["repetition"])
+            row = dict(recs[0])
+            for col in MEDIAN_COLUMNS:
+                row[col] = _median([r[col] for r in recs])
+            n = len(recs)
+            rps = _summarise([r["requests_per_sec"] for r in recs])
+            cpu = _summarise([r["server_cpu_us_per_req"] for r in recs])
+            row.update(n=n, rps_low=rps.low, rps_high=rps.high, rps_cv=rps.cv, cpu_low=cpu.low, cpu_high=cpu.high,
+                       cpu_cv=cpu.cv, interval_level=rps.level, cpu_level=cpu.level)
+            row["rps_values"] = [r["requests_per_sec"] for r in recs]
+            row["cpu_values"] = [r["server_cpu_us_per_req"] for r in recs]
+            row["flags"] = [dict(f, repetition=r["repetition"] if n > 1 else None) for r in recs for f in r["flags"]]
+            row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
+            row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
+            row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
+            row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
+                                   "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
+                                   "raw": r["raw"], "flags": r["flags"]} for r in recs]
+            row["sort"] = sort_key(by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
+            run_rows.append(row)
+        run_rows.sort(key=lambda r: r["sort"])
+        _derive(run_rows)
+        rows.extend(run_rows)
+    frame = pd.DataFrame(rows, columns=COLUMNS + ["rps_values", "cpu_values"])
+    return frame
+
+
+def measurements_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
+    """Every configuration measured in ``runs``: one row each (medians over repetitions)."""
+    return variant_frame(repetitions_frame(runs, thresholds), runs)
+
+
+def _difference(rows_a: dict, rows_b: dict, prefix: str, column: str = "rps_values") -> dict:
+    """B against A with its interval (None when either has fewer than 3 usable repetitions).
+    A repetition that served nothing (0 req/s) or used no CPU has no ratio: it is left out."""
+    a = [v for v in _finite_values(rows_a[column]) if v > 0]
+    b = [v for v in _finite_values(rows_b[column]) if v > 0]
+    if not a or not b:
+        return {f"{prefix}_low": None, f"{prefix}_high": None, f"{prefix}_significant": None,
+                f"{prefix}_level": None}
+    d = stats.compare(a, b)
+    return {f"{prefix}_low": d.low, f"{prefix}_high": d.high, f"{prefix}_significant": d.significant,
+            f"{prefix}_level": d.level if d.low is not None else None}
+
+
+def _derive(rows: list[dict]) -> None:
+    _derive_comparisons(rows)
+    seq = sorted((r for r in rows if r["order"] >= 0), key=lambda r: r["order"])
+    stock = next((r for r in seq if (r["step"], r["variant"]) == MEASURED_SEQUENCE[0]), None)
+    for r in rows:
+        r.update(speedup_vs_stock=None, change_vs_previous_pct=None, previous_variant=None,
+                 previous_label=None, previous_requests_per_sec=None, change_low=None, change_high=None,
+                 change_significant=None, change_level=None)
+    for i, r in enumerate(seq):
+        rps = r["requests_per_sec"]
+        if stock and _ok(stock["requests_per_sec"]) and _ok(rps):
+            r["speedup_vs_stock"] = rps / stock["requests_per_sec"]
+        if i > 0:
+            prev = seq[i - 1]
+            r["previous_variant"] = f"{prev['step']}/{prev['variant']}"
+            r["previous_label"] = prev["label"]
+            r["previous_requests_per_sec"] = prev["requests_per_sec"]
+            if _ok(prev["requests_per_sec"]) and _ok(rps):
+                r["change_vs_previous_pct"] = (rps / prev["requests_per_sec"] - 1.0) * 100.0
+                if prev["step"] == r["step"]:
+                    # only configurations measured in the same interleaved rounds get an interval:
+                    # across steps, drift over time would pass for an effect
+                    d = _difference(prev, r, "change")
+                    r.update(change_low=None if d["change_low"] is None else (d["change_low"] - 1) * 100,
+                             change_high=None if d["change_high"] is None else (d["change_high"] - 1) * 100,
+                             change_significant=d["change_significant"], change_level=d["change_level"])
+
+
+def _derive_comparisons(rows: list[dict]) -> None:
+    """Steps that compare variants (connectors, JVM, sweeps): each variant against the step's first."""
+    for r in rows:
+        r.update(vs_step_first=None, step_first_label=None, vs_first_low=None, vs_first_high=None,
+                 vs_first_significant=None, cpu_vs_first=None, cpu_vs_first_low=None, cpu_vs_first_high=None,
+                 cpu_vs_first_significant=None, vs_first_level=None, cpu_vs_first_level=None)
+    for step in dict.fromkeys(r["step"] for r in rows if r["order"] < 0 and r["step"] not in ("setup", "rate-sweep")):
+        mine = [r for r in rows if r["step"] == step]      # already in the step's order
+        first = mine[0]
+        for r in mine:
+            r["step_first_label"] = first["label"]
+            if _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
+                r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
+                if r is not first:
+                    r.update(_difference(first, r, "vs_first"))
+            if _ok(first["server_cpu_us_per_req"]) and _ok(r["server_cpu_us_per_req"]):
+                r["cpu_vs_first"] = r["server_cpu_us_per_req"] / first["server_cpu_us_per_req"]
+                if r is not first:
+                    r.update(_difference(first, r, "cpu_vs_first", "cpu_values"))
+
+
+def _per_request(cpu_s, requests) -> float | None:
+    """CPU seconds spent over requests served, in microseconds per request."""
+    if cpu_s is None or not requests:
+        return None
+    return cpu_s / requests * 1e6
+
+
+def _ok(value) -> bool:
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0

@@ -1,0 +1,132 @@
+"""Host facts recorded with every run, and CPU utilisation sampled around a measurement.
+
+Facts are read, never guessed: a fact the host does not reveal (no permission for
+``dmesg``, no ``ethtool``, a loopback-only machine) is ``None`` with the reason in
+``facts_missing``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tunepath.live.hosts import Host
+from tunepath.live.hoststate import current_queues_command
+from tunepath.evidence.store import FACT_KEYS
+
+__all__ = ["gather_facts", "CpuSample", "cpu_sample", "cpu_utilisation"]
+
+_SCRIPT = r"""
+sec() { echo "@@@ $1"; }
+sec cpu_model; (lscpu 2>/dev/null | sed -n 's/^ *Model name: *//p' | head -1) || true
+sec cpus; nproc --all
+sec cpus_online; cat /sys/devices/system/cpu/online 2>/dev/null
+sec numa_nodes; ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l
+sec kernel; uname -r
+sec kernel_cmdline; cat /proc/cmdline 2>/dev/null
+sec iommu; (dmesg 2>&1 || sudo -n dmesg 2>&1) | grep -iE 'iommu: (Default domain|DMA domain)|Operation not permitted|not allowed' | head -5
+sec nic; dev=$(ip -o route show default 2>/dev/null | awk '{for(i=1;i<=NF;i++) if($i=="dev"){print $(i+1); exit}}'); echo "name=$dev"; \
+  if [ -n "$dev" ]; then echo "numa_node=$(cat /sys/class/net/$dev/device/numa_node 2>/dev/null)"; \
+  echo "queues=$(@QUEUES@)"; \
+  command -v ethtool >/dev/null || echo "no_ethtool=1"; fi
+sec os; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
+sec java_version; java -version 2>&1 | head -1
+sec nofile_limit; echo "soft=$(ulimit -n) hard=$(ulimit -Hn)"
+sec end
+"""
+
+
+_SCRIPT = _SCRIPT.replace("@QUEUES@", current_queues_command('"$dev"'))
+
+
+def _sections(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("@@@ "):
+            current = line[4:].strip()
+            out[current] = ""
+        elif current:
+            out[current] += line + "\n"
+    return {k: v.strip() for k, v in out.items()}
+
+
+def gather_facts(host: Host, tomcat_version: str | None = None, load_generator: dict | None = None,
+                 role: str = "server") -> tuple[dict, dict]:
+    """``(facts, facts_missing)`` with every key of :data:`~tunepath.evidence.store.FACT_KEYS`."""
+    s = _sections(host.run(_SCRIPT, check=False, timeout=60).stdout)
+    facts: dict = {k: None for k in FACT_KEYS}
+    missing: dict[str, str] = {}
+
+    def put(key, value, reason):
+        if value in (None, "", {}):
+            missing[key] = reason
+            facts[key] = None
+        else:
+            facts[key] = value
+
+    put("cpu_model", s.get("cpu_model"), "lscpu reports no model name")
+    put("cpus", int(s["cpus"]) if s.get("cpus", "").isdigit() else None, "nproc failed")
+    put("cpus_online", s.get("cpus_online"), "/sys/devices/system/cpu/online unreadable")
+    n = s.get("numa_nodes", "")
+    put("numa_nodes", int(n) if n.isdigit() and int(n) > 0 else None, "no NUMA information in /sys")
+    put("kernel", s.get("kernel"), "uname failed")
+    put("kernel_cmdline", s.get("kernel_cmdline"), "/proc/cmdline unreadable")
+    iommu = s.get("iommu", "")
+    if re.search(r"not permitted|not allowed", iommu, re.I) or not iommu:
+        put("iommu", None, "dmesg not readable by this user" if iommu else
+            "the kernel log has no IOMMU mode lines (none configured, or the log has rotated)")
+    else:
+        put("iommu", [re.sub(r"^\[[^\]]*\]\s*", "", ln) for ln in iommu.splitlines()], "")
+    nic = dict(re.findall(r"(\w+)=(\S*)", s.get("nic", "")))
+    if nic.get("name"):
+        entry = {"name": nic["name"],
+                 "queues": int(nic["queues"]) if nic.get("queues", "").isdigit() else None,
+                 "numa_node": int(nic["numa_node"]) if re.fullmatch(r"-?\d+", nic.get("numa_node", "")) else None}
+        facts["nic"] = entry
+        notes = []
+        if entry["queues"] is None:
+            notes.append("queue count unknown (" + ("ethtool missing" if nic.get("no_ethtool") else
+                                                   "the driver reports no channel settings") + ")")
+        if entry["numa_node"] is None or entry["numa_node"] < 0:
+            notes.append("NUMA node unknown (virtual NIC or single-node host)")
+        if notes:
+            missing["nic"] = "; ".join(notes)
+    else:
+        put("nic", None, "no default route: loopback only")
+    put("os", s.get("os"), "/etc/os-release unreadable")
+    put("java_version", s.get("java_version") if "version" in s.get("java_version", "") else None,
+        "no java on this host" if role == "server" else "not needed on a client")
+    put("tomcat_version", tomcat_version, "Tomcat not installed on this host" if role == "server"
+        else "not installed on a client")
+    put("load_generator", load_generator, "runs on the client" if role == "server"
+        else "no load generator found")
+    lim = dict(re.findall(r"(soft|hard)=(\S+)", s.get("nofile_limit", "")))
+    put("nofile_limit", {"soft": lim.get("soft"), "hard": lim.get("hard")} if lim else None, "ulimit failed")
+    return facts, missing
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    host: str
+    jiffies: dict[str, int]     # totals over all CPUs since boot, by mode
+
+
+_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_sample(host: Host) -> CpuSample:
+    line = host.run("head -1 /proc/stat", check=False, timeout=15).stdout.split()
+    values = [int(v) for v in line[1:9]] if line and line[0] == "cpu" else [0] * 8
+    return CpuSample(host.name, dict(zip(_MODES, values)))
+
+
+def cpu_utilisation(before: CpuSample, after: CpuSample) -> dict[str, float] | None:
+    """Percent of all CPUs' time per mode between two samples (user, system, softirq, steal, idle …)."""
+    delta = {m: after.jiffies[m] - before.jiffies[m] for m in _MODES}
+    total = sum(delta.values())
+    if total <= 0:
+        return None
+    pct = {m: round(100.0 * v / total, 2) for m, v in delta.items()}
+    pct["busy"] = round(100.0 - pct["idle"] - pct["iowait"], 2)
+    return pct

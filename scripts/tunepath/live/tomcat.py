@@ -1,0 +1,234 @@
+"""Apache Tomcat on the server host: install, configure, start, wait, stop.
+
+Everything goes through a :class:`~tunepath.live.hosts.Host`, so the same code drives this
+machine and a remote server. Starts raise the open-file limit as far as the host's hard
+limit allows (the original's ``ulimit -n 65535 && startup.sh`` starts nothing where the
+hard limit is lower) and report the value obtained; readiness is polled on the benchmark
+URL, never assumed after a fixed sleep; stops wait for the JVM to exit (``CATALINA_PID``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import tempfile
+import time
+from pathlib import Path
+
+from tunepath.errors import TunepathError
+from tunepath.live.hosts import Host
+from tunepath.live.tomcatconf import TomcatConfig, render_server_xml, setenv_command
+
+__all__ = ["Tomcat", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "sha512_of"]
+
+TOMCAT_VERSION = "11.0.10"
+# SHA-512 of apache-tomcat-11.0.10.tar.gz as served by Maven Central
+# (org.apache.tomcat:tomcat:11.0.10:tar.gz), pinned at first download.
+TOMCAT_SHA512 = {
+    "11.0.10": "404143be042016fcc8e2d9d960dafe39608899ad24c5f181bdade919100ba1d3206d55a79f20c8dc0c32905b1729f80354da94f7916af86c98ebe4b21cc9b4c2",
+}
+BACKUP_SUFFIX = ".tunepath-orig"
+
+
+def sha512_of(path: Path) -> str:
+    h = hashlib.sha512()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def java_major(version_output: str) -> int | None:
+    """``openjdk version "17.0.15" …`` → 17; ``"1.8.0_392"`` → 8."""
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+class Tomcat:
+    """One Tomcat installation (``home``) on ``host``."""
+
+    def __init__(self, host: Host, home: str, port: int = 8080,
+                 path: str = "/examples/servlets/servlet/HelloWorldExample"):
+        self.host = host
+        self.home = home.rstrip("/")
+        self.port = port
+        self.path = path
+
+    # -- paths ---------------------------------------------------------------------
+    @property
+    def pidfile(self) -> str:
+        return f"{self.home}/temp/tomcat.pid"
+
+    @property
+    def server_xml(self) -> str:
+        return f"{self.home}/conf/server.xml"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def _env(self) -> str:
+        return f"export CATALINA_PID={self.pidfile}; "
+
+    # -- install ---------------------------------------------------------------------
+    def installed_version(self) -> str | None:
+        r = self.host.run(f"test -x {self.home}/bin/version.sh && {self.home}/bin/version.sh", check=False,
+                          timeout=60)
+        m = re.search(r"Server number:\s*(\S+)", r.stdout)
+        return ".".join(m.group(1).split(".")[:3]) if m else None
+
+    def check_java(self) -> str:
+        r = self.host.run("java -version 2>&1", check=False, timeout=30)
+        major = java_major(r.stdout)
+        if major is None:
+            raise TunepathError(f"on {self.host.name}: no Java found (`java -version` failed). Tomcat 11 "
+                                "needs a JDK 17 or later: install one (e.g. apt-get install openjdk-17-jdk)")
+        if major < 17:
+            raise TunepathError(f"on {self.host.name}: Java {major} is too old; Tomcat 11 needs 17 or later")
+        return r.stdout.strip().splitlines()[0]
+
+    def install(self, tarball: Path | None = None, url: str | None = None, sha512: str | None = None) -> str:
+        """Install from a local tarball (uploaded) or a URL fetched on the host; checksum verified.
+
+        Never replaces an existing directory: a home that holds something other than this
+        Tomcat version is an error to resolve by hand. ``home`` must be an absolute path.
+        """
+        have = self.installed_version()
+        want = re.search(r"(\d+\.\d+\.\d+)", str(tarball or url or ""))
+        if have and (not want or have == want.group(1)):
+            return have
+        home = shlex.quote(self.home)
+        if self.host.run(f"test -e {home}", check=False, timeout=15).exited == 0:
+            raise TunepathError(f"on {self.host.name}: {self.home} exists but holds no Tomcat "
+                                f"{want.group(1) if want else ''} (found {have or 'something else'}); "
+                                "move it away or choose another --tomcat-home")
+        if not sha512:
+            raise TunepathError("refusing to install Tomcat without a SHA-512 checksum to verify")
+        if url and re.match(r"^[a-z]+://[^/]*@", url):
+            raise TunepathError("the Tomcat URL carries credentials: they would be recorded; use a plain URL "
+                                "or upload a local tarball")
+        name = tarball.name if tarball else url.rsplit("/", 1)[-1]
+        remote = f"~/.tunepath/cache/{name}"
+        qremote = f"~/.tunepath/cache/{shlex.quote(name)}"
+        self.host.run("mkdir -p ~/.tunepath/cache", timeout=30)
+        if tarball:
+            if sha512_of(tarball) != sha512:
+                raise TunepathError(f"{tarball}: SHA-512 mismatch: the local tarball is not the pinned "
+                                    "release; delete it and fetch it again")
+            self.host.put(tarball, remote)
+        elif url:
+            self.host.run(f"curl -fsSL --retry 2 -o {qremote} {shlex.quote(url)} || wget -qO {qremote} "
+                          f"{shlex.quote(url)}", timeout=600,
+                          hint="the server could not download Tomcat; upload a local tarball instead")
+        else:
+            raise TunepathError("Tomcat install needs a tarball or a URL")
+        got = self.host.run(f"sha512sum {qremote}", timeout=120).stdout.split()[0]
+        if got != sha512:
+            self.host.run(f"rm -f {qremote}", check=False)
+            raise TunepathError(f"on {self.host.name}: SHA-512 of {remote} is {got[:16]}…, expected "
+                                f"{sha512[:16]}…: download corrupted or not the release; nothing installed")
+        # unpack beside the target, then move the one top-level directory into place
+        self.host.run(f"parent=$(dirname {home}); mkdir -p \"$parent\" && tmp=$(mktemp -d \"$parent/.tunepath-unpack.XXXX\") "
+                      f"&& tar xzf {qremote} -C \"$tmp\" && set -- \"$tmp\"/* && [ $# = 1 ] && mv \"$1\" {home} "
+                      f"&& rmdir \"$tmp\"", timeout=300, hint="the tarball should hold one apache-tomcat-* directory")
+        version = self.installed_version()
+        if not version:
+            raise TunepathError(f"on {self.host.name}: Tomcat unpacked but {self.home}/bin/version.sh fails")
+        return version
+
+    def open_examples(self) -> None:
+        """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones)."""
+        ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
+        self.host.run(f"test -f {ctx}{BACKUP_SUFFIX} || cp -p {ctx} {ctx}{BACKUP_SUFFIX}; "
+                      f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}", timeout=30)
+
+    # -- configuration -------------------------------------------------------------------
+    def backup(self) -> None:
+        """Save the original server.xml (and an existing bin/setenv.sh) once; every configuration
+        is rendered from the saved server.xml."""
+        setenv = f"{self.home}/bin/setenv.sh"
+        self.host.run(f"test -f {self.server_xml}{BACKUP_SUFFIX} || cp -p {self.server_xml} "
+                      f"{self.server_xml}{BACKUP_SUFFIX}; "
+                      f"if [ ! -e {setenv}{BACKUP_SUFFIX} ] && [ ! -e {setenv}.tunepath-none ]; then "
+                      f"if [ -f {setenv} ]; then cp -p {setenv} {setenv}{BACKUP_SUFFIX}; "
+                      f"else touch {setenv}.tunepath-none; fi; fi", timeout=30)
+
+    def original_server_xml(self) -> str:
+        self.backup()
+        return self.host.run(f"cat {self.server_xml}{BACKUP_SUFFIX}", timeout=30).stdout
+
+    def configure(self, config: TomcatConfig) -> str:
+        """Write server.xml (and setenv.sh) for ``config``; returns the server.xml written."""
+        text = render_server_xml(self.original_server_xml(), config)
+        with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as fh:
+            fh.write(text)
+            local = Path(fh.name)
+        try:
+            self.host.put(local, f"{self.server_xml}.tunepath-new")
+        finally:
+            local.unlink(missing_ok=True)
+        self.host.run(f"mv {self.server_xml}.tunepath-new {self.server_xml}", timeout=30)
+        self.host.run(setenv_command(self.home, config), timeout=30)
+        return text
+
+    def restore_config(self) -> bool:
+        """Put back the original server.xml, bin/setenv.sh and the examples webapp's context.xml;
+        True if anything changed. The backups stay: they are the originals for the next run."""
+        setenv = f"{self.home}/bin/setenv.sh"
+        ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
+        r = self.host.run(
+            f"for f in {self.server_xml} {ctx}; do if [ -f $f{BACKUP_SUFFIX} ]; then "
+            f"cmp -s $f{BACKUP_SUFFIX} $f || {{ cp -p $f{BACKUP_SUFFIX} $f && echo restored; }}; fi; done; "
+            f"if [ -f {setenv}{BACKUP_SUFFIX} ]; then cmp -s {setenv}{BACKUP_SUFFIX} {setenv} || "
+            f"{{ cp -p {setenv}{BACKUP_SUFFIX} {setenv} && echo restored; }}; "
+            f"elif [ -e {setenv}.tunepath-none ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi",
+            timeout=30, check=False)
+        return "restored" in r.stdout
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def pid(self) -> int | None:
+        r = self.host.run(f"test -f {self.pidfile} && pid=$(cat {self.pidfile}) && kill -0 $pid 2>/dev/null "
+                          f"&& echo $pid", check=False, timeout=15)
+        return int(r.stdout.strip()) if r.stdout.strip().isdigit() else None
+
+    def wait_ready(self, timeout: float = 90) -> float:
+        """Poll the benchmark URL until it answers 200; returns the seconds it took."""
+        start = time.monotonic()
+        loop = (f"end=$((SECONDS+{int(timeout)})); while [ $SECONDS -lt $end ]; do "
+                f"code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 2 {self.url}); "
+                f"[ \"$code\" = 200 ] && exit 0; "
+                f"[ -f {self.pidfile} ] && ! kill -0 $(cat {self.pidfile}) 2>/dev/null && exit 3; "
+                f"sleep 0.2; done; exit 2")
+        r = self.host.run(loop, timeout=timeout + 10, check=False)
+        if r.exited == 0:
+            return time.monotonic() - start
+        tail = self.host.run(f"tail -n 5 {self.home}/logs/catalina.out 2>/dev/null", check=False).stdout.strip()
+        why = "the JVM exited" if r.exited == 3 else f"no HTTP 200 within {timeout:g} s"
+        raise TunepathError(f"on {self.host.name}: Tomcat did not become ready at {self.url} ({why}). "
+                            f"Last lines of catalina.out: {tail.splitlines()[-1] if tail else 'none'}")
+
+    def stop(self, timeout: int = 30) -> None:
+        """Stop and wait for the JVM to exit (forcing it after ``timeout`` seconds)."""
+        if not self.pid():
+            self.host.run(f"rm -f {self.pidfile}", check=False, timeout=15)
+            return
+        self.host.run(self._env() + f"{self.home}/bin/shutdown.sh {timeout} -force >/dev/null 2>&1; "
+                      f"rm -f {self.pidfile}", timeout=timeout + 30, check=False)
+        if self.pid():
+            raise TunepathError(f"on {self.host.name}: Tomcat would not stop (pid file {self.pidfile})")
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the running JVM, from /proc."""
+        pid = self.pid()
+        if not pid:
+            return None
+        r = self.host.run(f"cat /proc/{pid}/stat; getconf CLK_TCK", check=False, timeout=15)
+        lines = r.stdout.strip().splitlines()
+        if len(lines) < 2:
+            return None
+        fields = lines[0].rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / int(lines[1])

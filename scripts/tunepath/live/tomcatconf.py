@@ -1,0 +1,191 @@
+"""Tomcat configuration as data: ``server.xml`` edits and ``bin/setenv.sh``.
+
+A :class:`TomcatConfig` describes one variant (access log on or off, Connector
+attributes, an optional shared Executor, JVM options). :func:`render_server_xml`
+always starts from the *original* ``server.xml`` (backed up once on the host), so
+applying a configuration is idempotent and reverting is restoring the backup. The
+result is validated before it is written: it must parse, keep its Service, Engine and
+Host, keep the HTTP Connector, and use only Connector attributes Tomcat 11 knows.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from tunepath.errors import TunepathError
+
+__all__ = ["TomcatConfig", "ConfigError", "render_server_xml", "validate_server_xml", "render_setenv",
+           "setenv_command",
+           "CONNECTOR_ATTRIBUTES", "PROTOCOLS"]
+
+ACCESS_LOG_CLASS = "org.apache.catalina.valves.AccessLogValve"
+PROTOCOLS = {
+    "HTTP/1.1": "NIO (the default for HTTP/1.1)",
+    "org.apache.coyote.http11.Http11NioProtocol": "NIO",
+    "org.apache.coyote.http11.Http11Nio2Protocol": "NIO2",
+}
+# Connector attributes a variant may set (Tomcat 11 HTTP connector; a typo is an error).
+CONNECTOR_ATTRIBUTES = {
+    "port", "protocol", "connectionTimeout", "redirectPort", "maxThreads", "minSpareThreads",
+    "maxKeepAliveRequests", "maxConnections", "acceptCount", "executor", "keepAliveTimeout",
+    "useVirtualThreads", "compression", "tcpNoDelay", "socket.directBuffer", "pollerThreadPriority",
+    "acceptorThreadCount", "maxHttpHeaderSize", "disableUploadTimeout", "address",
+}
+EXECUTOR_ATTRIBUTES = {"name", "namePrefix", "maxThreads", "minSpareThreads", "maxIdleTime",
+                       "prestartminSpareThreads", "maxQueueSize", "threadPriority", "daemon"}
+NUMERIC = {"port", "connectionTimeout", "redirectPort", "maxThreads", "minSpareThreads", "maxKeepAliveRequests",
+           "maxConnections", "acceptCount", "keepAliveTimeout", "maxIdleTime", "maxQueueSize"}
+
+
+class ConfigError(TunepathError):
+    pass
+
+
+@dataclass(frozen=True)
+class TomcatConfig:
+    access_log: bool = True
+    connector: dict[str, str] = field(default_factory=dict)
+    executor: dict[str, str] | None = None
+    jvm_options: tuple[str, ...] = ()
+    port: int = 8080          # the HTTP Connector's port in the original server.xml
+    java_home: str | None = None   # a JDK other than the one on PATH (bin/setenv.sh sets JAVA_HOME)
+    ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:8009 requiring this secret
+
+    def describe(self) -> str:
+        parts = []
+        if not self.access_log:
+            parts.append("AccessLogValve removed")
+        if self.connector:
+            parts.append("Connector " + ", ".join(f"{k}={v}" for k, v in self.connector.items()))
+        if self.executor:
+            parts.append("Executor " + ", ".join(f"{k}={v}" for k, v in self.executor.items()))
+        if self.jvm_options:
+            parts.append("JVM " + " ".join(self.jvm_options))
+        if self.java_home:
+            parts.append(f"JAVA_HOME {self.java_home}")
+        if self.ajp_secret:
+            parts.append("AJP connector on 127.0.0.1:8009 with a secret")
+        return "; ".join(parts) or "stock configuration"
+
+    def to_dict(self) -> dict:
+        return {"access_log": self.access_log, "connector": dict(self.connector),
+                "executor": dict(self.executor) if self.executor else None,
+                "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home,
+                "ajp": bool(self.ajp_secret)}     # the secret itself is never recorded
+
+
+def _split_prolog(text: str) -> tuple[str, str]:
+    m = re.search(r"<Server\b", text)
+    if not m:
+        raise ConfigError("server.xml has no <Server> element: is this Tomcat's conf/server.xml?")
+    return text[:m.start()], text[m.start():]
+
+
+def _parse(body: str) -> ET.Element:
+    try:
+        return ET.fromstring(body, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))
+    except ET.ParseError as exc:
+        raise ConfigError(f"server.xml does not parse: {exc}") from None
+
+
+def _http_connector(service: ET.Element, port: int) -> ET.Element:
+    for conn in service.findall("Connector"):
+        if conn.get("port") == str(port) and not conn.get("protocol", "HTTP/1.1").startswith("AJP"):
+            return conn
+    raise ConfigError(f"server.xml has no HTTP Connector on port {port}")
+
+
+def _check_attrs(kind: str, attrs: dict, allowed: set) -> None:
+    for key, value in attrs.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown {kind} attribute {key!r} (known: {', '.join(sorted(allowed))})")
+        if key in NUMERIC and not re.fullmatch(r"-?\d+", str(value)):
+            raise ConfigError(f"{kind} attribute {key}={value!r} must be a whole number")
+    if kind == "Connector" and "protocol" in attrs and attrs["protocol"] not in PROTOCOLS:
+        raise ConfigError(f"unsupported protocol {attrs['protocol']!r}; Tomcat 11 offers "
+                          f"{', '.join(PROTOCOLS)} (the blocking and APR connectors are gone)")
+
+
+def render_server_xml(original: str, config: TomcatConfig) -> str:
+    """``original`` with ``config`` applied; never edits an already-edited file."""
+    if config.access_log and not config.connector and not config.executor and not config.ajp_secret:
+        validate_server_xml(original, config.port)
+        return original                      # the stock file, byte for byte
+    prolog, body = _split_prolog(original)
+    root = _parse(body)
+    service = root.find("Service")
+    if service is None:
+        raise ConfigError("server.xml has no <Service>")
+    _check_attrs("Connector", config.connector, CONNECTOR_ATTRIBUTES)
+    conn = _http_connector(service, config.port)
+    if not config.access_log:
+        for host in root.iter("Host"):
+            for valve in list(host.findall("Valve")):
+                if valve.get("className") == ACCESS_LOG_CLASS:
+                    host.remove(valve)
+    for key, value in config.connector.items():
+        conn.set(key, str(value))
+    if config.executor:
+        _check_attrs("Executor", config.executor, EXECUTOR_ATTRIBUTES)
+        name = config.executor.get("name", "tunepathPool")
+        execu = ET.Element("Executor", {"name": name, **{k: str(v) for k, v in config.executor.items()}})
+        execu.tail = "\n    "
+        service.insert(list(service).index(conn), execu)
+        conn.set("executor", name)
+    if config.ajp_secret:
+        ajp = ET.Element("Connector", ajp_attributes(config.ajp_secret))
+        ajp.tail = "\n    "
+        service.insert(list(service).index(conn) + 1, ajp)
+    text = prolog + ET.tostring(root, encoding="unicode") + "\n"
+    validate_server_xml(text, int(config.connector.get("port", config.port)))
+    return text
+
+
+AJP_PORT = 8009
+
+
+def ajp_attributes(secret: str) -> dict[str, str]:
+    """Tomcat's AJP connector, on loopback only, refusing requests without the secret."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", secret):
+        raise ConfigError("the AJP secret must be at least 16 letters, digits, '-' or '_'")
+    return {"protocol": "AJP/1.3", "address": "127.0.0.1", "port": str(AJP_PORT), "secretRequired": "true",
+            "secret": secret, "redirectPort": "8443"}
+
+
+def validate_server_xml(text: str, port: int = 8080) -> None:
+    _, body = _split_prolog(text)
+    root = _parse(body)
+    service = root.find("Service")
+    if service is None or service.find("Engine") is None or service.find("Engine/Host") is None:
+        raise ConfigError("server.xml lost its Service, Engine or Host")
+    conn = _http_connector(service, port)
+    _check_attrs("Connector", {k: v for k, v in conn.attrib.items() if k != "SSLEnabled"}, CONNECTOR_ATTRIBUTES)
+    executors = {e.get("name") for e in service.findall("Executor")}
+    if conn.get("executor") and conn.get("executor") not in executors:
+        raise ConfigError(f"Connector uses executor {conn.get('executor')!r}, which is not defined")
+
+
+def render_setenv(config: TomcatConfig) -> str | None:
+    """``bin/setenv.sh`` for the JVM options and JDK, or None when there is nothing to set."""
+    if not config.jvm_options and not config.java_home:
+        return None
+    for opt in config.jvm_options:
+        if not opt.startswith("-"):
+            raise ConfigError(f"JVM option {opt!r} must start with '-'")
+    lines = ["#!/bin/sh", "# written by tunepath; removed when the configuration is restored"]
+    if config.java_home:
+        lines.append(f"JAVA_HOME={shlex.quote(config.java_home)}")
+    if config.jvm_options:
+        lines.append(f"CATALINA_OPTS={shlex.quote(' '.join(config.jvm_options))}")
+    return "\n".join(lines) + "\n"
+
+
+def setenv_command(home: str, config: TomcatConfig) -> str:
+    """The shell command that writes (or removes) ``bin/setenv.sh`` for ``config``."""
+    text = render_setenv(config)
+    if text is None:
+        return f"rm -f {home}/bin/setenv.sh"
+    return f"cat > {home}/bin/setenv.sh <<'EOF'\n{text}EOF"

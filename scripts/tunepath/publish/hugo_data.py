@@ -1,0 +1,268 @@
+"""Hugo data: the JSON the pages read (``data/steps/<step>.json``, ``data/summary.json``).
+
+The shapes are documented in ``docs/data-schema.md``. Files are written
+atomically and only when their content changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from tunepath.publish import formatting as fmt
+from tunepath.analysis.frames import sort_key
+from tunepath.evidence.store import Run
+from tunepath.steps.legacy import MEASURED_SEQUENCE, STEPS, get_step, plan, verify_command
+
+__all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):   # numpy scalars
+        return _clean(value.item())
+    if value is pd.NA:
+        return None
+    return value
+
+
+def _num(value):
+    value = _clean(value)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def display(row: dict) -> dict:
+    """The preformatted strings a page prints for one measurement."""
+    return {
+        "requests_per_sec": fmt.rate(_num(row["requests_per_sec"])),
+        "latency_avg": fmt.latency(_num(row["latency_avg_ms"])),
+        "latency_max": fmt.latency(_num(row["latency_max_ms"])),
+        "latency_p99": fmt.latency(_num(row["p99_ms"])),
+        "errors": fmt.count(_num(row["errors"])),
+        "non_2xx_3xx": fmt.count(_num(row["non_2xx_3xx"])),
+        "requests": fmt.count(_num(row["requests"])),
+        "duration": fmt.seconds(_num(row["duration_s"])),
+        "transfer_per_sec": fmt.bytes_per_sec(_num(row["transfer_per_sec_bytes"])),
+        "speedup_vs_stock": fmt.speedup(_num(row["speedup_vs_stock"])),
+        "change_vs_previous_pct": fmt.percent_change(_num(row["change_vs_previous_pct"])),
+        "previous_label": row["previous_label"] or "",
+        "previous_requests_per_sec": fmt.rate(_num(row["previous_requests_per_sec"]))
+        if _num(row["previous_requests_per_sec"]) is not None else "",
+        "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
+        else fmt.NA,
+        "offered_rate": fmt.offered(_num(row["offered_rate"])),
+        "vs_step_first": fmt.speedup(_num(row["vs_step_first"])),
+        "client_cpu_per_req": fmt.micros(_num(row["client_cpu_us_per_req"])),
+        "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),
+        "step_first_label": row["step_first_label"] or "",
+        "repetitions": fmt.repetitions(_num(row.get("n"))),
+        "rps_interval": fmt.rate_interval(_num(row.get("rps_low")), _num(row.get("rps_high")),
+                                          _num(row.get("interval_level"))),
+        "rps_cv": fmt.cv(_num(row.get("rps_cv"))),
+        "cpu_interval": fmt.micros_interval(_num(row.get("cpu_low")), _num(row.get("cpu_high")),
+                                            _num(row.get("cpu_level"))),
+        "cpu_cv": fmt.cv(_num(row.get("cpu_cv"))),
+        "change_interval": fmt.pct_interval(_num(row.get("change_low")), _num(row.get("change_high")),
+                                            _num(row.get("change_level"))),
+        "change_significance": fmt.significance(_clean(row.get("change_significant")),
+                                                _num(row.get("change_low")) is not None),
+        "vs_first_interval": fmt.ratio_interval(_num(row.get("vs_first_low")), _num(row.get("vs_first_high")),
+                                                _num(row.get("vs_first_level"))),
+        "vs_first_significance": fmt.significance(_clean(row.get("vs_first_significant")),
+                                                  _num(row.get("vs_first_low")) is not None),
+        "cpu_vs_first": fmt.speedup(_num(row.get("cpu_vs_first"))),
+        "cpu_vs_first_interval": fmt.ratio_interval(_num(row.get("cpu_vs_first_low")),
+                                                    _num(row.get("cpu_vs_first_high")),
+                                                    _num(row.get("cpu_vs_first_level"))),
+        "cpu_vs_first_significance": fmt.significance(_clean(row.get("cpu_vs_first_significant")),
+                                                      _num(row.get("cpu_vs_first_low")) is not None),
+        "latency_p50": fmt.latency(_num(row.get("p50_ms"))),
+        "latency_p90": fmt.latency(_num(row.get("p90_ms"))),
+        "latency_p999": fmt.latency(_num(row.get("p99.9_ms"))),
+    }
+
+
+def measurement_entry(row: dict) -> dict:
+    return _clean({
+        "variant": row["variant"], "label": row["label"], "tool": row["tool"],
+        "command": row["command"], "offered_rate": _num(row["offered_rate"]),
+        "requests_per_sec": _num(row["requests_per_sec"]),
+        "latency_avg_ms": _num(row["latency_avg_ms"]), "latency_max_ms": _num(row["latency_max_ms"]),
+        "latency_p99_ms": _num(row["p99_ms"]), "errors": _num(row["errors"]),
+        "non_2xx_3xx": _num(row["non_2xx_3xx"]), "requests": _num(row["requests"]),
+        "duration_s": _num(row["duration_s"]),
+        "speedup_vs_stock": _num(row["speedup_vs_stock"]),
+        "change_vs_previous_pct": _num(row["change_vs_previous_pct"]),
+        "previous": row["previous_variant"], "raw": row["raw"],
+        "warnings": list(row["warnings"]), "jvm_warnings": list(row["jvm_warnings"] or []),
+        "vs_step_first": _num(row["vs_step_first"]), "display": display(row),
+        "n": _num(row.get("n")) or 1, "interval_level": _num(row.get("interval_level")),
+        "rps_low": _num(row.get("rps_low")), "rps_high": _num(row.get("rps_high")),
+        "rps_cv": _num(row.get("rps_cv")),
+        "server_cpu_us_per_req": _num(row.get("server_cpu_us_per_req")),
+        "client_cpu_us_per_req": _num(row.get("client_cpu_us_per_req")),
+        "flags": [_flag_entry(f) for f in row.get("flags") or []],
+        "repetitions": [_clean(dict(r, display={"requests_per_sec": fmt.rate(_num(r["requests_per_sec"])),
+                                                "server_cpu_per_req": fmt.micros(_num(r["server_cpu_us_per_req"])),
+                                                "latency_p99": fmt.latency(_num(r["p99_ms"]))}))
+                        for r in row.get("repetitions") or []],
+        "clients": [_clean(dict(c, display={"requests_per_sec": fmt.rate(_num(c["requests_per_sec"])),
+                                            "latency_p99": fmt.latency(_num(c["p99_ms"]))}))
+                    for c in row.get("clients") or []],
+        "latency_merge": _clean(row.get("latency_merge")),
+    })
+
+
+def _flag_entry(flag: dict) -> dict:
+    """A noise flag as a page shows it: beside the figure (``field``) it concerns."""
+    text = flag["text"]
+    if flag.get("repetition"):
+        text = f"repetition {flag['repetition']}: {text}"
+    return _clean({"code": flag["code"], "field": flag["field"], "severity": flag.get("severity", "warning"),
+                   "host": flag.get("host"), "repetition": flag.get("repetition"), "text": text})
+
+
+def _versions(run: Run) -> dict:
+    s, c = run.server["facts"], run.client["facts"]
+    lg = c.get("load_generator") or {}
+    return {
+        "tomcat": s.get("tomcat_version") or fmt.NA,
+        "java": s.get("java_version") or fmt.NA,
+        "kernel": s.get("kernel") or fmt.NA,
+        "os": s.get("os") or fmt.NA,
+        "load_generator": " ".join(x for x in (lg.get("name"), lg.get("version")) if x) or fmt.NA,
+    }
+
+
+def notes_for(run: Run, step: str | None) -> list[str]:
+    """A run's notes that concern ``step``: a note may be limited to some steps."""
+    out = []
+    for note in run.record.get("notes", []):
+        if isinstance(note, str):
+            out.append(note)
+        elif "steps" not in note or (step in note["steps"] if step else
+                                     any(s in note["steps"] for s, _ in MEASURED_SEQUENCE)):
+            out.append(note["text"])
+    return out
+
+
+def run_header(run: Run, step: str | None = None) -> dict:
+    commands = [m.command for m in run.measurements if step is None or m.step == step]
+    return _clean({
+        "run_id": run.run_id, "kind": run.kind, "status": run.record["status"],
+        "label": run.record.get("label", run.run_id), "kind_label": run.record.get("kind_label"),
+        "server": run.server["name"], "server_desc": run.server.get("description", ""),
+        "client": run.client.get("description", run.client["name"]),
+        "same_machine": run.same_machine,
+        "date": run.record.get("date"), "date_note": run.record.get("date_note", ""),
+        "versions": _versions(run), "source": run.record.get("source", ""),
+        "client_command": commands[0] if commands else "",
+        "notes": notes_for(run, step),
+    })
+
+
+def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
+    """One run's part of a step's data: header, measurements, commands, verification."""
+    rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
+    rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(run, step, r["variant"]))
+    verification = {}
+    for v in run.verifications:
+        if v.step == step:
+            verification[v.name] = {"host": v.host, "command": v.command,
+                                    "output": v.output.read_text(encoding="utf-8", errors="replace"),
+                                    "source": v.source}
+    block = run_header(run, step)
+    block.update({
+        "measurements": [measurement_entry(r) for r in rows],
+        "commands": {b.id: b.to_dict() for b in plan(step, run.context)},
+        "verification": verification,
+        "verification_commands": {name: verify_command(name, run.context)
+                                  for name in get_step(step).verifications},
+        "skipped": [s for s in run.skipped if s["step"] == step],
+        "repetitions_info": (run.record.get("repetitions") or {}).get(step),
+    })
+    return block
+
+
+def historical_for(step: str, directory: Path | None) -> list[dict]:
+    """Figures from the older sources about ``step``, each with the hardware it came from."""
+    if directory is None or not Path(directory).is_dir():
+        return []
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        hardware = {h["id"]: h["description"] for h in doc.get("hardware", [])}
+        figures = [dict(f, hardware=hardware.get(f.get("hardware"), "not stated in the source"))
+                   for f in doc.get("figures", []) if f.get("topic") == step]
+        findings = [dict(f, hardware=hardware.get(f.get("hardware"), "not stated in the source"))
+                    for f in doc.get("findings", []) if f.get("topic") == step]
+        if figures or findings:
+            out.append({"source_id": doc.get("source_id", path.stem), "source": doc.get("source", ""),
+                        "era_note": doc.get("era_note", ""), "figures": figures, "findings": findings})
+    return out
+
+
+def step_document(step: str, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
+                  notebook: dict, historical: list[dict] | None = None) -> dict:
+    s = get_step(step)
+    blocks = [run_block(r, step, frame) for r in runs if step in r.steps()]
+    return {
+        "step": s.name, "number": s.number, "title": s.title, "page": s.page,
+        "primary_run": blocks[0]["run_id"] if blocks else None,
+        "notebook": notebook, "runs": blocks, "charts": charts, "historical": historical or [],
+    }
+
+
+def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[str, list[dict]],
+                     notebook: dict) -> dict:
+    titles = {s.name: s.title for s in STEPS}
+    pages = {s.name: s.page for s in STEPS}
+    hosts = []
+    for run in runs:
+        rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
+        # the rate sweep is read at a latency objective on its own page, not as a comparison table
+        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & ~frame.step.isin(("setup", "rate-sweep"))]
+        if rows.empty and others.empty:
+            continue
+        entry = run_header(run)
+        if not rows.empty:
+            entry["client_command"] = rows.iloc[0]["command"]
+        entry["rows"] = [_clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
+                                 "variant": r["variant"], "label": r["label"], "tool": r["tool"],
+                                 "requests_per_sec": _num(r["requests_per_sec"]),
+                                 "speedup_vs_stock": _num(r["speedup_vs_stock"]),
+                                 "flags": [_flag_entry(f) for f in r.get("flags") or []],
+                                 "display": display(r)})
+                         for r in rows.to_dict("records")]
+        entry["charts"] = charts_by_run.get(run.run_id, [])
+        entry["comparisons"] = [
+            {"step": step, "step_title": titles[step], "page": pages[step],
+             "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
+                              "requests_per_sec": _num(r["requests_per_sec"]),
+                              "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r)})
+                      for r in sorted(others[others.step == step].to_dict("records"),
+                                      key=lambda r: sort_key(run, r["step"], r["variant"]))]}
+            for step in [s.name for s in STEPS if s.name in set(others.step)]]
+        hosts.append(entry)
+    return {"notebook": notebook, "hosts": hosts}
+
+
+def write_json(path: Path, document: dict) -> bool:
+    """Write ``document`` if it changed; returns True when the file was (re)written."""
+    path = Path(path)
+    text = json.dumps(_clean(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return True
