@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import TEST_DATA
-from tunepath.parse.ab import parse_ab, parse_ab_file, parse_report, parse_report_file
+from tunepath.parse.ab import parse_ab, parse_ab_file
+from tunepath.parse.reports import parse_report, parse_report_file
 from tunepath.errors import TunepathError
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, WrkReport
 

@@ -28,7 +28,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 SCREENSHOTS = ARTIFACTS / "screenshots"
-from tunepath.steps.legacy import STEPS as _STEPS
+from tunepath.steps import STEPS as _STEPS
 STEPS = [s.page for s in _STEPS]          # the pages, in the order of the path
 LP_URL = f"/{LP_PATH}/"
 EXPECTED_PATHS = [LP_URL] + [f"{LP_URL}{s}/" for s in STEPS]
@@ -36,7 +36,7 @@ TIMEOUT_MS = 15_000
 
 
 def _name(url_path: str) -> str:
-    """Short page name for a URL path: "intro", "1-setup", ..., "home"."""
+    """Short page name for a URL path: "intro", "setup", ..., "home"."""
     if url_path == "/":
         return "home"
     if url_path == LP_URL:
@@ -267,7 +267,7 @@ def test_walk_learning_path(page, site_url):
 
 def test_notebook_html_opens(page, site_url):
     mon = Monitor().attach(page)
-    resp = page.goto(site_url + EXPECTED_PATHS[STEPS.index("2-baseline") + 1])
+    resp = page.goto(site_url + EXPECTED_PATHS[STEPS.index("baseline") + 1])
     assert resp is not None and resp.status == 200
     link = page.locator("p.notebook-links a.notebook-html")
     assert link.count() >= 1, "baseline page has no p.notebook-links a.notebook-html"

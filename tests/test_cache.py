@@ -15,6 +15,7 @@ import shutil
 import pytest
 
 from conftest import ROOT
+from tunepath.steps import REGISTRY
 from tunepath.publish import build
 from tunepath.publish import cache
 from tunepath import cli
@@ -57,7 +58,7 @@ class Site:
 
     def key(self, step: str) -> cache.StepKey:
         inputs = cache.BuildInputs.collect(self.runs)
-        return inputs.key_for(self.notebooks / build.get_step(step).notebook,
+        return inputs.key_for(self.notebooks / REGISTRY.get(step).notebook,
                               build.step_parameters(self.site_dir.resolve(), self.runs))
 
     def live_raw(self):
@@ -74,7 +75,7 @@ def site(tmp_path_factory):
 
 def test_cold_build_records_each_steps_outputs(site):
     for step in STEPS:
-        nb = build.get_step(step).notebook
+        nb = REGISTRY.get(step).notebook
         manifest = site.manifest(step)
         assert manifest and manifest["key"] == site.key(step).key
         outputs = manifest["outputs"]
@@ -92,7 +93,7 @@ def test_cold_build_records_each_steps_outputs(site):
 
 
 def test_warm_build_executes_nothing(site, monkeypatch, capsys):
-    notebooks = [site.site_dir / "static" / "notebooks" / build.get_step(s).notebook for s in STEPS]
+    notebooks = [site.site_dir / "static" / "notebooks" / REGISTRY.get(s).notebook for s in STEPS]
     mtimes = [p.stat().st_mtime_ns for p in notebooks]
     capsys.readouterr()
     assert site.rebuild(monkeypatch) == []
@@ -135,7 +136,7 @@ def test_changed_raw_file_reexecutes(site, monkeypatch, capsys):
 
 
 def test_changed_notebook_reexecutes_only_that_step(site, monkeypatch, capsys):
-    path = site.notebooks / build.get_step("jvm").notebook
+    path = site.notebooks / REGISTRY.get("jvm").notebook
     nb = json.loads(path.read_text())
     nb["cells"].append({"cell_type": "markdown", "id": "cache-test-note", "metadata": {}, "source": ["A note added by the cache test."]})
     path.write_text(json.dumps(nb, indent=1))

@@ -13,7 +13,8 @@ from tunepath.live.hosts import CommandResult, Host, HostSpec, LocalHost, load_i
 from tunepath.live.loadgen import LoadTool
 from tunepath.evidence.recorder import Masker, RunRecorder
 from tunepath.evidence.store import RunStore
-from tunepath.steps.legacy import HostContext, plan, variant_config
+from tunepath.model.context import HostContext
+from tunepath.steps import plan, variant_config
 from tunepath.live.tomcatconf import ConfigError, TomcatConfig, render_server_xml, render_setenv
 
 STOCK_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -161,7 +162,7 @@ DISRUPTIVE = [(step, b) for step in ("baseline", "nic-queues", "numa", "iommu")
 
 @pytest.mark.parametrize("step, block", DISRUPTIVE, ids=lambda x: getattr(x, "id", x))
 def test_dry_run_records_the_exact_commands_and_changes_nothing(tmp_path, step, block):
-    from tunepath.live.session import _disruptive
+    from tunepath.live.actions import disruptive as _disruptive
 
     session, rec, server = _session(tmp_path, apply=False)
     changed, reason = _disruptive(session, step, block)
@@ -185,7 +186,7 @@ def test_expected_dry_run_commands_for_the_reference_host():
 
 
 def test_apply_saves_the_original_state_first_then_runs_the_block(tmp_path):
-    from tunepath.live.session import _disruptive
+    from tunepath.live.actions import disruptive as _disruptive
 
     session, rec, server = _session(tmp_path, apply=True)
     block = next(b for s, b in DISRUPTIVE if b.id == "set-queues")
@@ -198,7 +199,7 @@ def test_apply_saves_the_original_state_first_then_runs_the_block(tmp_path):
 
 
 def test_apply_without_allow_reboot_keeps_grub_as_dry_run(tmp_path):
-    from tunepath.live.session import _disruptive
+    from tunepath.live.actions import disruptive as _disruptive
 
     session, rec, server = _session(tmp_path, apply=True, allow_reboot=False)
     block = next(b for s, b in DISRUPTIVE if b.id == "iommu-passthrough")

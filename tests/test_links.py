@@ -40,7 +40,7 @@ AUTOLOAD = {"src", "srcset", "poster", "data"}
 AUTOLOAD_LINK_RELS = {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload",
                       "modulepreload", "prefetch", "manifest", "mask-icon"}
 
-from tunepath.steps.legacy import STEPS as _STEPS
+from tunepath.steps import STEPS as _STEPS
 LP_STEPS = [s.page for s in _STEPS]
 
 

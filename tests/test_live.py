@@ -22,11 +22,12 @@ import pytest
 from conftest import ROOT
 from sshd import SSHD, free_port, keygen, start_sshd
 from tunepath.errors import TunepathError
+from tunepath.steps import REGISTRY
 from tunepath.live.hosts import HostKeyError, LocalHost, connect, load_inventory
 from tunepath.live.session import LiveOptions
 from tunepath.live.runner import run_path
 from tunepath.evidence.store import FACT_KEYS, RunStore
-from tunepath.steps.legacy import plan
+from tunepath.steps import plan
 
 pytestmark = pytest.mark.live
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
@@ -257,7 +258,7 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     assert len(m.parts) == 2 and all(p.is_file() for _, p in m.parts)
     reports = [parse_file(p) for _, p in m.parts]
     assert all(r.requests > 0 for r in reports)          # both clients really sent requests
-    frame = measurements_frame([run])
+    frame = measurements_frame([run], REGISTRY)
     row = frame[(frame.step == "baseline") & (frame.variant == "stock")].iloc[0]
     per_rep = [sum(parse_file(p).requests_per_sec for _, p in run.measurement("baseline", "stock", r).parts)
                for r in (1, 2)]

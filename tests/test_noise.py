@@ -12,6 +12,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, need_shared
 from tunepath.analysis.noise import Thresholds, flags_for, requested_duration
+from tunepath.steps import REGISTRY
 from tunepath.parse.wrk import parse_file
 from tunepath.evidence.recorder import RunRecorder
 from tunepath.evidence.store import RunStore
@@ -133,8 +134,8 @@ def test_repetitions_are_recorded_apart_and_summarised_as_medians(tmp_path):
                              "access-log-off": ["max_load_c50.txt", "max_load_c50.txt", "latency.txt"]})
     assert [(m.variant, m.repetition) for m in run.measurements][:3] == [("stock", 1), ("stock", 2), ("stock", 3)]
     assert len({m.stdout for m in run.measurements}) == 6          # one raw file per repetition
-    reps = repetitions_frame([run])
-    frame = measurements_frame([run]).set_index("variant")
+    reps = repetitions_frame([run], REGISTRY)
+    frame = measurements_frame([run], REGISTRY).set_index("variant")
     for variant in ("stock", "access-log-off"):
         values = sorted(reps[reps.variant == variant].requests_per_sec)
         row = frame.loc[variant]
@@ -156,7 +157,7 @@ def test_a_difference_within_the_noise_is_not_significant(tmp_path):
     # overlapping samples: access-log-off's fastest run is slower than stock's fastest
     run = _record(tmp_path, {"stock": ["max_load_c50.txt", "latency.txt", "plain.txt", "max_load_c50.txt"],
                              "access-log-off": ["latency.txt", "plain.txt", "max_load_c50.txt", "latency.txt"]})
-    off = measurements_frame([run]).set_index("variant").loc["access-log-off"]
+    off = measurements_frame([run], REGISTRY).set_index("variant").loc["access-log-off"]
     assert off["change_significant"] == False  # noqa: E712  (4 + 4 repetitions can be tested at 95 %)
     assert off["change_low"] < 0 < off["change_high"]
 
@@ -166,7 +167,7 @@ def test_pages_get_intervals_flags_and_the_stopping_reason(tmp_path):
     from tunepath.analysis.frames import measurements_frame
 
     run = _record(tmp_path, {"stock": ["plain.txt", "latency.txt", "max_load_c50.txt"]})
-    block = run_block(run, "baseline", measurements_frame([run]))
+    block = run_block(run, REGISTRY.get("baseline"), measurements_frame([run], REGISTRY), REGISTRY)
     [m] = block["measurements"]
     assert m["n"] == 3 and len(m["repetitions"]) == 3
     assert m["display"]["repetitions"] == "3" and " – " in m["display"]["rps_interval"]
@@ -180,7 +181,7 @@ def test_two_runs_side_by_side_with_ratios_and_differing_facts():
     from tunepath.analysis.frames import measurements_frame
 
     runs = RunStore(ROOT / "runs").load_all()
-    doc = compare_document(runs, measurements_frame(runs))
+    doc = compare_document(runs, measurements_frame(runs, REGISTRY), REGISTRY, REGISTRY.get("compare"))
     ids = {p["id"] for p in doc["pairs"]}
     assert len(ids) == len(runs) * (len(runs) - 1) // 2            # every pair, once
     pair = next(p for p in doc["pairs"] if p["a"]["run_id"] == "reference-aws-c8g" and p["b"]["run_id"] == "reference-grace")

@@ -12,10 +12,12 @@ import pytest
 
 from conftest import FIXTURES, ROOT, need_shared
 from tunepath import pipeline
+from tunepath.steps import REGISTRY
 from tunepath.errors import TunepathError
 from tunepath.analysis.frames import measurements_frame, offered_rate
 from tunepath.evidence.store import RunError, RunStore
-from tunepath.steps.legacy import HostContext, brace_ranges, cpu_ranges, parse_cpu_list, plan
+from tunepath.model.context import HostContext, brace_ranges, cpu_ranges, parse_cpu_list
+from tunepath.steps import plan
 
 RUNS = ROOT / "runs"
 
@@ -49,7 +51,7 @@ def test_reference_raw_outputs_are_the_published_bytes():
 def test_recorded_sweep_matches_its_commands_and_plan():
     """The imported sandbox sweep: each command as its .cmd file says, and as the step's plan renders it."""
     need_shared()
-    from tunepath.steps.legacy import plan
+    from tunepath.steps import plan
 
     run = RunStore(RUNS).load("sandbox-wrk2-rate-sweep")
     blocks = {b.id: b.text for b in plan("rate-sweep", run.context)}
@@ -61,7 +63,7 @@ def test_recorded_sweep_matches_its_commands_and_plan():
 
 
 def test_derived_figures_stay_within_a_run():
-    frame = measurements_frame(RunStore(RUNS).load_all())
+    frame = measurements_frame(RunStore(RUNS).load_all(), REGISTRY)
     c8g = frame[frame.run_id == "reference-aws-c8g"].set_index(["step", "variant"])
     assert c8g.loc[("baseline", "stock"), "speedup_vs_stock"] == 1.0
     assert c8g.loc[("iommu", "iommu-passthrough"), "speedup_vs_stock"] == pytest.approx(428628.50 / 244449.62)

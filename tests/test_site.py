@@ -19,7 +19,7 @@ from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import RunStore
-from tunepath.steps.legacy import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
+from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
 
 pytestmark = pytest.mark.site
 STEP_PAGES = [s.page for s in STEPS]
@@ -147,7 +147,7 @@ def test_every_page_exists(built_site):
 
 
 def test_stock_baseline_figure_is_data_bound(built_site):
-    html = built_site.page("2-baseline").read_text()
+    html = built_site.page("baseline").read_text()
     assert "244,449.62" in html
     offenders = [p for p in (ROOT / "content").rglob("*") if p.is_file() and re.search(r"244[,.]?449", p.read_text())]
     assert offenders == []
@@ -212,7 +212,7 @@ def test_compare_page_ratios_come_from_the_raw_outputs(built_site):
     """Every B ÷ A on the comparison page equals the ratio of the two runs' medians, each
     parsed from its raw outputs; the open (default) pair is the newest live run against the
     first reference run."""
-    html = built_site.page("12-compare").read_text()
+    html = built_site.page("compare").read_text()
     ratios = re.findall(r'<span class="ratio" data-step="([^"]+)" data-a="([^"]+)" data-b="([^"]+)" '
                         r'data-variant="([^"]+)">([^<]*)</span>', html)
     assert ratios

@@ -1,12 +1,16 @@
 """tunepath: the pipeline behind the Tomcat-on-Neoverse learning path.
 
-Data flows one way: a run's raw evidence (``runs/``) → parsed frames → Hugo data
-and charts → pages. Modules: :mod:`~tunepath.parse.units` and :mod:`~tunepath.parse.wrk`
-(wrk/wrk2 output), :mod:`~tunepath.evidence.store` (recorded runs),
-:mod:`~tunepath.steps.legacy` (what each step changes and the exact commands),
-:mod:`~tunepath.analysis.frames` (frames), :mod:`~tunepath.publish.charts`,
-:mod:`~tunepath.publish.hugo_data` (Hugo data), :mod:`~tunepath.publish.build` (notebooks + Hugo),
-:mod:`~tunepath.cli`.
+Data flows one way: a run's raw evidence (``runs/``) → parsed reports → frames → Hugo
+data and charts → pages. The subpackages, from the bottom up (see docs/architecture.md):
+
+- :mod:`tunepath.model`: typed records every layer shares (host context, blocks, variants);
+- :mod:`tunepath.parse`: wrk/wrk2, ab and JMeter reports, units, merging several clients;
+- :mod:`tunepath.evidence`: recorded runs, reading (store) and writing (recorder);
+- :mod:`tunepath.analysis`: statistics, noise flags, sweeps, frames, run comparison;
+- :mod:`tunepath.publish`: charts, formatting, Hugo data, notebooks, the execution cache, the build;
+- :mod:`tunepath.live`: hosts, host state, facts, Tomcat, httpd, load generators, measuring;
+- :mod:`tunepath.steps`: the learning path's steps, one module each, and their registry;
+- :mod:`tunepath.pipeline` (what the notebooks call) and :mod:`tunepath.cli` on top.
 """
 
 __version__ = "0.1.0"

@@ -40,9 +40,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tunepath.project import project_dir
+
 __all__ = ["bench_builds", "bench_parse", "bench_overhead", "main"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = project_dir(required=False) or Path.cwd()
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 QUICK_STEPS = ["baseline", "jvm"]
 LOAD_BLOCKS = ("load", "warm-up", "smoke-test")   # plus load-VARIANT
@@ -189,7 +191,7 @@ def _load_block(step: str, block_id: str) -> bool:
     if not block_id.startswith("load-"):
         return False
     try:
-        from tunepath.steps.legacy import get_step
+        from tunepath.steps import get_step
 
         return block_id.removeprefix("load-") in {v.name for v in get_step(step).variants}
     except Exception:   # noqa: BLE001 - a step no longer defined: judge by the name alone

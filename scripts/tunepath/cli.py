@@ -23,14 +23,13 @@ import sys
 from pathlib import Path
 
 from tunepath import __version__
-
-
 from tunepath.errors import TunepathError as UserError, is_expected
+from tunepath.versions import TOMCAT_VERSION
 
 
 def _cmd_parse(args) -> int:
-    from tunepath.parse.wrk import ParseError
-    from tunepath.parse.reports import parse_report, parse_report_file
+    # only the parsers: `tunepath parse` must start without the live, steps or publish code
+    from tunepath.parse.reports import ParseError, parse_report, parse_report_file
 
     source = "stdin" if args.file == "-" else args.file
     try:
@@ -50,10 +49,28 @@ def _cmd_parse(args) -> int:
 
 
 def _cmd_steps(args) -> int:
-    from tunepath.steps.legacy import STEPS
+    from tunepath.steps import STEPS
 
     for step in STEPS:
-        print(f"{step.number:02d}  {step.name:<11} {step.title}")
+        print(f"{step.number:02d}  {step.name:<15} {step.kind:<10} {step.title}")
+    return 0
+
+
+def _cmd_notebooks(args) -> int:
+    from tunepath.project import project_dir
+    from tunepath.publish.notebooks import check_all, write_all
+    from tunepath.steps import REGISTRY
+
+    directory = Path(args.notebooks_dir) if args.notebooks_dir else project_dir() / "notebooks"
+    if args.check:
+        problems = check_all(directory, REGISTRY)
+        if problems:
+            raise UserError("the notebooks differ from the step registry: " + "; ".join(problems)
+                            + " (run `tunepath notebooks` to rewrite them)")
+        print(f"{len(REGISTRY)} notebooks match the step registry")
+        return 0
+    for line in write_all(directory, REGISTRY) or ["every notebook is up to date"]:
+        print(line)
     return 0
 
 
@@ -61,10 +78,11 @@ def _cmd_compare(args) -> int:
     from tunepath.analysis.compare import pair_document
     from tunepath.analysis.frames import measurements_frame
     from tunepath.evidence.store import RunStore
+    from tunepath.steps import REGISTRY
 
-    store = RunStore(Path(args.runs_dir))
+    store = RunStore(_runs_dir(args), REGISTRY.names)
     a, b = store.load(args.run_a), store.load(args.run_b)
-    doc = pair_document(a, b, measurements_frame([a, b]))
+    doc = pair_document(a, b, measurements_frame([a, b], REGISTRY), REGISTRY)
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
@@ -88,23 +106,30 @@ def _cmd_compare(args) -> int:
 
 def _cmd_plan(args) -> int:
     from tunepath.evidence.store import RunStore
-    from tunepath.steps.legacy import get_step, plan
+    from tunepath.steps import REGISTRY
 
-    step = get_step(args.step)
-    store = RunStore(Path(args.runs_dir))
-    run = store.load(args.run)
-    for block in plan(step.name, run.context):
+    step = REGISTRY.get(args.step)
+    run = RunStore(_runs_dir(args), REGISTRY.names).load(args.run)
+    for block in step.plan(run.context):
         print(f"# [{block.id}] on the {block.host}: {block.title}")
         print(block.text)
         print()
     return 0
 
 
+def _runs_dir(args) -> Path:
+    """``--runs-dir``, or the project's runs/."""
+    from tunepath.project import project_dir
+
+    return Path(args.runs_dir) if args.runs_dir else project_dir() / "runs"
+
+
 def _cmd_build(args) -> int:
     from tunepath.publish.build import build_site
 
     steps = args.steps.split(",") if args.steps else None
-    build_site(site_dir=Path(args.site_dir), runs_dir=Path(args.runs_dir) if args.runs_dir else None,
+    build_site(site_dir=Path(args.site_dir) if args.site_dir else None,
+               runs_dir=Path(args.runs_dir) if args.runs_dir else None,
                steps=steps, with_hugo=not args.no_hugo, destination=args.destination,
                use_cache=not args.no_cache)
     return 0
@@ -169,8 +194,6 @@ def _cmd_restore(args) -> int:
 
 
 def _host_args(sp) -> None:
-    from tunepath.live.tomcat import TOMCAT_VERSION
-
     sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
     sp.add_argument("--trust-new-hosts", action="store_true",
                     help="accept and save host keys not yet in known_hosts (a changed key is still refused)")
@@ -181,7 +204,6 @@ def _host_args(sp) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    root = Path(__file__).resolve().parents[2]
     p = argparse.ArgumentParser(prog="tunepath", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"tunepath {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -199,11 +221,16 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("plan", help="print the exact commands of a step")
     sp.add_argument("step")
     sp.add_argument("--run", default="reference-aws-c8g", help="recorded run whose hosts to use")
-    sp.add_argument("--runs-dir", default=str(root / "runs"))
+    sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     sp.set_defaults(func=_cmd_plan)
 
+    sp = sub.add_parser("notebooks", help="write each step's notebook from the template, in the registry's order")
+    sp.add_argument("--check", action="store_true", help="only check that notebooks/ matches the registry")
+    sp.add_argument("--notebooks-dir", default=None, help="default: notebooks/ of the project")
+    sp.set_defaults(func=_cmd_notebooks)
+
     sp = sub.add_parser("build", help="replay the notebooks, write data and charts, build the site")
-    sp.add_argument("--site-dir", default=str(root), help="where data/, static/ and public/ go")
+    sp.add_argument("--site-dir", default=None, help="where data/, static/ and public/ go (default: the project)")
     sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     sp.add_argument("--steps", default=None, help="comma-separated step names (default: all)")
     sp.add_argument("--destination", default=None, help="Hugo output dir (default: SITE_DIR/public)")
@@ -242,7 +269,7 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("compare", help="two recorded runs side by side (ratios per step, facts that differ)")
     sp.add_argument("run_a")
     sp.add_argument("run_b")
-    sp.add_argument("--runs-dir", default=str(root / "runs"))
+    sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     sp.add_argument("--json", action="store_true", help="the comparison as JSON")
     sp.set_defaults(func=_cmd_compare)
 

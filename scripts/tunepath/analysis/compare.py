@@ -18,7 +18,6 @@ import pandas as pd
 from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
 from tunepath.evidence.store import FACT_KEYS, Run
-from tunepath.steps.legacy import STEPS, get_step
 
 __all__ = ["pair_document", "compare_document", "fact_rows", "default_pair"]
 
@@ -45,6 +44,9 @@ def _show(value) -> str:
     return str(value)
 
 
+SERVER_ONLY_FACTS = frozenset({"tomcat_version", "java_version", "iommu", "kernel_cmdline"})   # host facts
+
+
 def fact_rows(a: Run, b: Run) -> list[dict]:
     """Host facts and load settings of both runs; ``differs`` marks the ones to read first."""
     rows = [{"group": "setting", "key": "same_machine", "label": "server and client on one machine",
@@ -52,7 +54,7 @@ def fact_rows(a: Run, b: Run) -> list[dict]:
     for role in ("server", "client"):
         fa, fb = a.record["hosts"][role]["facts"], b.record["hosts"][role]["facts"]
         for key in FACT_KEYS:
-            if role == "client" and key in ("tomcat_version", "java_version", "iommu", "kernel_cmdline"):
+            if role == "client" and key in SERVER_ONLY_FACTS:
                 continue
             if role == "server" and key == "load_generator":
                 continue
@@ -122,9 +124,10 @@ def _run_summary(run: Run) -> dict:
             "server": run.server["name"], "same_machine": run.same_machine}
 
 
-def pair_document(a: Run, b: Run, frame: pd.DataFrame) -> dict:
+def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:
+    """Two runs side by side; ``path`` is the step registry (the order of the steps)."""
     steps = []
-    for s in STEPS:
+    for s in path:
         rows = step_rows(a, b, frame, s.name)
         if rows:
             steps.append({"step": s.name, "title": s.title, "page": s.page, "rows": rows})
@@ -143,20 +146,21 @@ def default_pair(runs: list[Run]) -> tuple[Run, Run] | None:
     return (runs[0], runs[1]) if len(runs) >= 2 else None
 
 
-def compare_document(runs: list[Run], frame: pd.DataFrame, charts: dict[str, dict] | None = None,
+def compare_document(runs: list[Run], frame: pd.DataFrame, path, step, charts: dict[str, dict] | None = None,
                      notebook: dict | None = None) -> dict:
-    """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first."""
+    """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first;
+    ``path`` is the step registry, ``step`` the comparison step publishing it."""
     charts = charts or {}
     runs = sorted(runs, key=lambda r: (r.kind != "reference", r.run_id))   # A: the reference side
     first = default_pair(runs)
     pairs = []
     for a, b in itertools.combinations(runs, 2):
-        doc = pair_document(a, b, frame)
+        doc = pair_document(a, b, frame, path)
         doc["default"] = bool(first) and (a.run_id, b.run_id) == (first[0].run_id, first[1].run_id)
         doc["chart"] = charts.get(doc["id"])
         pairs.append(doc)
     pairs.sort(key=lambda p: (not p["default"], -p["common"], p["id"]))
-    s = get_step("compare")
+    s = step
     return json.loads(json.dumps({"step": s.name, "number": s.number, "title": s.title, "page": s.page,
                                   "notebook": notebook or {}, "runs": [_run_summary(r) for r in runs],
                                   "pairs": pairs}, allow_nan=False, default=str))

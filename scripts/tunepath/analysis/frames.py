@@ -25,7 +25,6 @@ from tunepath.errors import TunepathError
 from tunepath.analysis.noise import THRESHOLDS, Thresholds, flags_for
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
-from tunepath.steps.legacy import MEASURED_SEQUENCE, STEP_NAMES, step_variants, sweep_value
 
 __all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS"]
 
@@ -63,36 +62,10 @@ def offered_rate(command: str) -> float | None:
     return float(m.group(1)) * scale
 
 
-def _variant_order(run: Run, step: str) -> list[str]:
-    return [v.name for v in step_variants(step, run.context)]
-
-
-def _label(run: Run, step: str, variant: str) -> str:
-    for v in step_variants(step, run.context):
-        if v.name == variant:
-            return v.label
-    value = sweep_value(variant)
-    if value is not None:       # a sweep point outside this context's list
-        return f"{value:,} req/s offered" if variant.startswith("rate-") else f"maxThreads {value}"
-    return variant
-
-
-def sort_key(run: Run, step: str, variant: str) -> tuple:
-    """Steps in the path's order; within one, variants in the step's own order, sweep points
-    by their value."""
-    s = STEP_NAMES.index(step) if step in STEP_NAMES else len(STEP_NAMES)
-    value = sweep_value(variant)
-    if value is not None:
-        return (s, 0, value, variant)
-    order = _variant_order(run, step)
-    return (s, 0, order.index(variant), variant) if variant in order else (s, 1, 0, variant)
-
-
-def _order(step: str, variant: str) -> int:
-    try:
-        return MEASURED_SEQUENCE.index((step, variant))
-    except ValueError:
-        return -1
+def sort_key(path, run: Run, step: str, variant: str) -> tuple:
+    """Steps in the path's order; within one, the step's own order of its variants
+    (``path`` is the step registry)."""
+    return path.sort_key(step, variant, run.context)
 
 
 def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], dict | None]:
@@ -153,8 +126,9 @@ def _client_flags(reports, names, extra, *, tool, command, rate, flat, threshold
     return out
 
 
-def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
-    """Every recorded measurement of ``runs``, parsed, one row each, with its noise flags."""
+def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
+    """Every recorded measurement of ``runs``, parsed, one row each, with its noise flags
+    (``path``: the step registry, which labels and orders the measurements)."""
     rows = []
     for run in runs:
         client_cpus = (run.client.get("facts") or {}).get("cpus")
@@ -174,7 +148,7 @@ def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> p
             rate = offered_rate(m.command)
             flags = flags_for(report, extra, tool=tool, command=m.command, offered_rate=rate,
                               server_cpus=server_cpus, client_cpus=client_cpus, same_machine=run.same_machine,
-                              proxied=m.step == "proxy" and m.variant != "direct", thresholds=thresholds)
+                              proxied=path.get(m.step).shares_server(m.variant), thresholds=thresholds)
             if reports is not None:
                 # CPU checks stay (they use every host's figures); the report checks run per client
                 flags = [f for f in flags if f["code"] in ("steal", "foreign-load", "client-saturated")]
@@ -187,7 +161,7 @@ def repetitions_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> p
             rows.append({
                 "run_id": run.run_id, "server": m.host, "client": m.client, "kind": run.kind,
                 "same_machine": run.same_machine, "step": m.step, "variant": m.variant,
-                "label": _label(run, m.step, m.variant), "order": _order(m.step, m.variant),
+                "label": path.get(m.step).label(m.variant, run.context), "order": path.order(m.step, m.variant),
                 "repetition": m.repetition,
                 "tool": tool, "command": m.command, "offered_rate": rate,
                 "cpus_online": m.cpus_online,
@@ -227,7 +201,7 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def variant_frame(reps: pd.DataFrame, runs: list[Run]) -> pd.DataFrame:
+def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
     """One row per configuration: medians of its repetitions, intervals, flags, derived figures."""
     by_run = {r.run_id: r for r in runs}
     rows = []
@@ -253,18 +227,19 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run]) -> pd.DataFrame:
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
                                    "raw": r["raw"], "flags": r["flags"]} for r in recs]
-            row["sort"] = sort_key(by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
+            row["sort"] = sort_key(path, by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
             run_rows.append(row)
         run_rows.sort(key=lambda r: r["sort"])
-        _derive(run_rows)
+        _derive(run_rows, path)
         rows.extend(run_rows)
     frame = pd.DataFrame(rows, columns=COLUMNS + ["rps_values", "cpu_values"])
     return frame
 
 
-def measurements_frame(runs: list[Run], thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
-    """Every configuration measured in ``runs``: one row each (medians over repetitions)."""
-    return variant_frame(repetitions_frame(runs, thresholds), runs)
+def measurements_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS) -> pd.DataFrame:
+    """Every configuration measured in ``runs``: one row each (medians over repetitions);
+    ``path`` is the step registry."""
+    return variant_frame(repetitions_frame(runs, path, thresholds), runs, path)
 
 
 def _difference(rows_a: dict, rows_b: dict, prefix: str, column: str = "rps_values") -> dict:
@@ -280,10 +255,10 @@ def _difference(rows_a: dict, rows_b: dict, prefix: str, column: str = "rps_valu
             f"{prefix}_level": d.level if d.low is not None else None}
 
 
-def _derive(rows: list[dict]) -> None:
-    _derive_comparisons(rows)
+def _derive(rows: list[dict], path) -> None:
+    _derive_comparisons(rows, path)
     seq = sorted((r for r in rows if r["order"] >= 0), key=lambda r: r["order"])
-    stock = next((r for r in seq if (r["step"], r["variant"]) == MEASURED_SEQUENCE[0]), None)
+    stock = next((r for r in seq if r["order"] == 0), None)     # the sequence starts at stock Tomcat
     for r in rows:
         r.update(speedup_vs_stock=None, change_vs_previous_pct=None, previous_variant=None,
                  previous_label=None, previous_requests_per_sec=None, change_low=None, change_high=None,
@@ -308,13 +283,13 @@ def _derive(rows: list[dict]) -> None:
                              change_significant=d["change_significant"], change_level=d["change_level"])
 
 
-def _derive_comparisons(rows: list[dict]) -> None:
-    """Steps that compare variants (connectors, JVM, sweeps): each variant against the step's first."""
+def _derive_comparisons(rows: list[dict], path) -> None:
+    """Steps that compare variants (connectors, JVM, thread sweep): each variant against the step's first."""
     for r in rows:
         r.update(vs_step_first=None, step_first_label=None, vs_first_low=None, vs_first_high=None,
                  vs_first_significant=None, cpu_vs_first=None, cpu_vs_first_low=None, cpu_vs_first_high=None,
                  cpu_vs_first_significant=None, vs_first_level=None, cpu_vs_first_level=None)
-    for step in dict.fromkeys(r["step"] for r in rows if r["order"] < 0 and r["step"] not in ("setup", "rate-sweep")):
+    for step in dict.fromkeys(r["step"] for r in rows if path.get(r["step"]).compares_variants):
         mine = [r for r in rows if r["step"] == step]      # already in the step's order
         first = mine[0]
         for r in mine:

@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from tunepath.errors import TunepathError
-from tunepath.steps.legacy import parse_cpu_list
+from tunepath.model.context import parse_cpu_list
 
 __all__ = ["Thresholds", "THRESHOLDS", "flags_for", "requested_duration"]
 

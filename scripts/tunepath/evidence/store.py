@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.steps.legacy import STEP_NAMES, HostContext, get_step
+from tunepath.model.context import HostContext
 
 __all__ = ["Run", "Measurement", "Verification", "RunStore", "FACT_KEYS", "RunError"]
 
@@ -96,9 +96,10 @@ class Run:
         return list(self.record.get("skipped", []))
 
     def steps(self) -> list[str]:
-        seen = {m.step for m in self.measurements} | {v.step for v in self.verifications}
-        seen |= {s["step"] for s in self.skipped}
-        return [s for s in STEP_NAMES if s in seen]
+        """The steps this run recorded anything of, in the order it recorded them."""
+        seen = [m.step for m in self.measurements] + [v.step for v in self.verifications]
+        seen += [s["step"] for s in self.skipped]
+        return list(dict.fromkeys(seen))
 
     def record_measurement(self, step: str, variant: str, repetition: int = 1) -> dict:
         """The run.json entry of a measurement (extra live fields: CPU, JVM warnings …)."""
@@ -117,8 +118,10 @@ class Run:
 class RunStore:
     """The ``runs/`` directory."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, steps: tuple[str, ...] | None = None):
+        """``steps``: the step names a run may record (the registry's); None accepts any."""
         self.root = Path(root)
+        self.steps = tuple(steps) if steps is not None else None
 
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -136,7 +139,7 @@ class RunStore:
         except json.JSONDecodeError as exc:
             raise RunError(f"{meta}: not valid JSON ({exc.msg} at line {exc.lineno}); "
                            "fix or restore the file from git") from None
-        return _validate(run_id, path, record)
+        return _validate(run_id, path, record, self.steps)
 
     def load_all(self, run_ids: list[str] | None = None) -> list[Run]:
         return [self.load(r) for r in (run_ids if run_ids is not None else self.run_ids())]
@@ -160,12 +163,20 @@ class RunStore:
                 target.write_bytes(data)
             (tmp / "run.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
                                           encoding="utf-8")
-            _validate(run_id, tmp, record)
+            _validate(run_id, tmp, record, self.steps)
             os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return self.load(run_id)
+
+
+def _step(name, where: str, steps: tuple[str, ...] | None) -> str:
+    if not isinstance(name, str) or not name:
+        raise RunError(f"{where}: step must be a step's name, not {name!r}")
+    if steps is not None and name not in steps:
+        raise RunError(f"{where}: unknown step {name!r}; the steps are: {', '.join(steps)}")
+    return name
 
 
 def _need(record: dict, key: str, where: str):
@@ -174,7 +185,7 @@ def _need(record: dict, key: str, where: str):
     return record[key]
 
 
-def _validate(run_id: str, path: Path, record: dict) -> Run:
+def _validate(run_id: str, path: Path, record: dict, steps: tuple[str, ...] | None = None) -> Run:
     where = str(path / "run.json")
     if record.get("run_id") != run_id:
         raise RunError(f"{where}: run_id {record.get('run_id')!r} does not match its directory {run_id!r}")
@@ -202,7 +213,7 @@ def _validate(run_id: str, path: Path, record: dict) -> Run:
     server, client = hosts["server"]["name"], hosts["client"]["name"]
     for i, m in enumerate(record.get("measurements", [])):
         w = f"{where} measurements[{i}]"
-        step = get_step(_need(m, "step", w)).name
+        step = _step(_need(m, "step", w), w, steps)
         stdout = path / _need(m, "stdout", w)
         if not stdout.is_file():
             raise RunError(f"{w}: raw output {stdout} is missing")
@@ -227,7 +238,7 @@ def _validate(run_id: str, path: Path, record: dict) -> Run:
         if not out.is_file():
             raise RunError(f"{w}: output file {out} is missing")
         run.verifications.append(Verification(
-            step=get_step(_need(v, "step", w)).name, name=_need(v, "name", w), host=_need(v, "host", w),
+            step=_step(_need(v, "step", w), w, steps), name=_need(v, "name", w), host=_need(v, "host", w),
             command=_need(v, "command", w), output=out, source=v.get("source", "")))
     for i, s in enumerate(record.get("skipped", [])):
         for key in ("step", "variant", "reason"):

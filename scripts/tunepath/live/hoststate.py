@@ -18,7 +18,10 @@ from dataclasses import dataclass
 
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
-from tunepath.steps.legacy import GRUB_DROP_IN, Block, cpu_ranges, parse_cpu_list
+from tunepath.model.context import cpu_ranges, parse_cpu_list
+from tunepath.model.plan import Block
+
+GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"   # the IOMMU steps' kernel parameters
 
 __all__ = ["boot_id", "STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
            "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock",

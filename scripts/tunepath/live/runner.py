@@ -11,46 +11,33 @@ Only a run that completes triggers the site rebuild.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.steps.legacy import ANALYSIS_STEPS, STEPS, get_step
+from tunepath.project import project_dir
+from tunepath.publish import notebooks
+from tunepath.steps import REGISTRY
 
-__all__ = ["run_path", "abort_run", "restore_host"]
+__all__ = ["run_path", "abort_run", "restore_host", "LIVE_STEPS"]
 
-LIVE_STEPS = [s.name for s in STEPS if s.name not in ANALYSIS_STEPS]   # the rebuild makes these
+LIVE_STEPS = [s.name for s in REGISTRY.live_steps()]   # the others only read runs: the rebuild makes them
 
 
-def _execute_notebook(step: str, recorder, runs_dir: Path, options) -> Path:
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    from tunepath.publish.build import ROOT, _quiet_kernel_manager
-
-    s = get_step(step)
-    out = recorder.dir / "notebooks" / s.notebook
-    out.parent.mkdir(parents=True, exist_ok=True)
+def _execute_notebook(step, recorder, runs_dir: Path, options, notebooks_dir: Path) -> Path:
+    """Execute ``step``'s notebook in live mode; the executed notebook is kept inside the run."""
+    out = recorder.dir / "notebooks" / step.notebook
     live_options = {k: v for k, v in asdict(options).items()
                     if k not in ("hosts_file", "profile", "apply", "allow_reboot")}
-    params = {"run_ids": [recorder.run_id], "mode": "live", "hosts_file": options.hosts_file,
-              "profile": options.profile, "apply": options.apply, "allow_reboot": options.allow_reboot,
-              "live_options": live_options, "runs_dir": str(runs_dir.resolve()),
-              "site_dir": str(recorder.dir.resolve())}
-    manager = _quiet_kernel_manager()
-    manager.log_path = str(recorder.dir.parent / f"{recorder.run_id}.kernel-stderr.log")   # not published
+    params = notebooks.parameters("live", runs_dir, recorder.dir, [recorder.run_id], hosts_file=options.hosts_file,
+                                  profile=options.profile, apply=options.apply, allow_reboot=options.allow_reboot,
+                                  live_options=live_options)
     try:
-        papermill.execute_notebook(str(ROOT / "notebooks" / s.notebook), str(out), parameters=params,
-                                   kernel_name="python3", progress_bar=False, log_output=False,
-                                   stdout_file=sys.stdout, cwd=str(ROOT / "notebooks"),
-                                   kernel_manager_class=manager)
-    except PapermillExecutionError as exc:
-        raise TunepathError(f"step {step!r} failed: {exc.ename}: {exc.evalue.strip()}") from None
+        return notebooks.execute(notebooks_dir / step.notebook, out, params, what=f"step {step.name!r}",
+                                 log_path=recorder.dir.parent / f"{recorder.run_id}.kernel-stderr.log", echo=True)
     finally:
         _mask_file(out, recorder)
-    return out
 
 
 def _mask_file(path: Path, recorder) -> None:
@@ -62,15 +49,17 @@ def _mask_file(path: Path, recorder) -> None:
 def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = None,
              build: bool = True, site_dir: Path | None = None) -> Path:
     """Record a live run of ``steps`` (default: all) and rebuild the site; returns the run dir."""
-    from tunepath.publish.build import ROOT, build_site
-    from tunepath.live.session import progress, start_run
-    from tunepath.evidence.recorder import RunRecorder
+    from tunepath.live.session import progress
+    from tunepath.live.start import start_run
+    from tunepath.publish.build import build_site
 
-    runs_dir = Path(runs_dir or ROOT / "runs")
+    project = project_dir()
+    runs_dir = Path(runs_dir or project / "runs")
     names = steps or LIVE_STEPS
     for n in names:
-        get_step(n)
-    names = [s.name for s in STEPS if s.name in names and s.name in LIVE_STEPS]   # path order
+        REGISTRY.get(n)
+    chosen = [s for s in REGISTRY.live_steps() if s.name in names]   # in the path's order
+    names = [s.name for s in chosen]
     started = time.monotonic()
     recorder, inventory = start_run(runs_dir, options, names)
     run_id = recorder.run_id
@@ -78,13 +67,13 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
              f"{', '.join(c.label for c in inventory.clients)}, profile {options.profile}"
              f"{', apply' if options.apply else ', dry-run for disruptive steps'}")
     try:
-        for i, step in enumerate(names, 1):
+        for i, step in enumerate(chosen, 1):
             t0 = time.monotonic()
             done = time.monotonic() - started
-            progress(f"[{i}/{len(names)}] {step}: starting (elapsed {done:.0f} s"
+            progress(f"[{i}/{len(names)}] {step.name}: starting (elapsed {done:.0f} s"
                      + (f", about {done / (i - 1) * (len(names) - i + 1):.0f} s left)" if i > 1 else ")"))
-            _execute_notebook(step, recorder, runs_dir, options)
-            progress(f"[{i}/{len(names)}] {step}: done in {time.monotonic() - t0:.0f} s")
+            _execute_notebook(step, recorder, runs_dir, options, project / "notebooks")
+            progress(f"[{i}/{len(names)}] {step.name}: done in {time.monotonic() - t0:.0f} s")
     except BaseException as exc:
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
         path = abort_run(runs_dir, run_id, options, reason)
@@ -102,7 +91,7 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
         final.finish()
     progress(f"run {run_id}: recorded in {final.final}")
     if build:
-        build_site(site_dir=site_dir or ROOT, runs_dir=runs_dir)
+        build_site(site_dir=site_dir or project, runs_dir=runs_dir)
     return final.final
 
 
@@ -145,7 +134,8 @@ def _finish_ok(recorder, options) -> None:
 def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
     """End what a failed or interrupted run started, restore, record it as failed."""
     from tunepath.live.hoststate import release_lock, restore
-    from tunepath.live.session import _expand_home, cleanup, progress
+    from tunepath.live.actions import cleanup
+    from tunepath.live.session import expand_home, progress
     from tunepath.live.tomcat import Tomcat
 
     progress(f"run {run_id}: {reason}; cleaning up")
@@ -153,7 +143,7 @@ def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
     try:
         _, hosts = _hosts(options)
         with hosts as (server, clients):
-            tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
+            tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
             try:
                 cleanup(server, tomcat, clients, run_id)
             finally:
@@ -172,7 +162,7 @@ def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
 def restore_host(options, force: bool = False) -> list[str]:
     """``tunepath restore``: the server's original state, server.xml, Tomcat stopped."""
     from tunepath.live.hoststate import restore
-    from tunepath.live.session import _expand_home
+    from tunepath.live.session import expand_home
     from tunepath.live.tomcat import Tomcat
 
     from tunepath.live.hoststate import LOCK_DIR
@@ -186,7 +176,7 @@ def restore_host(options, force: bool = False) -> list[str]:
         if owner:
             server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
         done = []
-        tomcat = Tomcat(server, _expand_home(server, options.tomcat_home), port=options.http_port)
+        tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
         if tomcat.pid():
             tomcat.stop()
             done.append("Tomcat stopped")

@@ -19,15 +19,10 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
 from tunepath.live.tomcatconf import TomcatConfig, render_server_xml, setenv_command
+from tunepath.versions import TOMCAT_SHA512, TOMCAT_VERSION  # pinned there, re-exported here
 
 __all__ = ["Tomcat", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "sha512_of"]
 
-TOMCAT_VERSION = "11.0.10"
-# SHA-512 of apache-tomcat-11.0.10.tar.gz as served by Maven Central
-# (org.apache.tomcat:tomcat:11.0.10:tar.gz), pinned at first download.
-TOMCAT_SHA512 = {
-    "11.0.10": "404143be042016fcc8e2d9d960dafe39608899ad24c5f181bdade919100ba1d3206d55a79f20c8dc0c32905b1729f80354da94f7916af86c98ebe4b21cc9b4c2",
-}
 BACKUP_SUFFIX = ".tunepath-orig"
 
 

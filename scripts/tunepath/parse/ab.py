@@ -21,8 +21,8 @@ Anything that is no ab report (empty stdout, ab's usage text, a run that stopped
 on an error such as ``apr_socket_connect(): Connection refused (111)``) raises
 :class:`~tunepath.parse.wrk.ParseError` with one sentence a person can act on.
 
-:func:`parse_report` picks the parser: ab for ``tool="ab"`` or a text holding
-ab's banner, wrk/wrk2 otherwise.
+To parse a report of any tool (ab, wrk, wrk2, JMeter), use
+:func:`tunepath.parse.reports.parse_report`: it recognises ab by :data:`AB_BANNER`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import re
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, Stats, WrkReport
 from tunepath.parse.units import UnitError, parse_number
 
-__all__ = ["parse_ab", "parse_ab_file", "parse_report", "parse_report_file", "AB_BANNER"]
+__all__ = ["parse_ab", "parse_ab_file", "AB_BANNER"]
 
 AB_BANNER = "This is ApacheBench"
 
@@ -311,7 +311,3 @@ def _hint(error: str) -> str:
 
 def _tidy(value: float) -> float:
     return float(f"{value:.12g}") if math.isfinite(value) else value
-
-
-# one dispatcher for every tool lives in reports; re-exported here for convenience
-from tunepath.parse.reports import parse_report, parse_report_file  # noqa: E402,F401

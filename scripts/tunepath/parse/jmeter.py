@@ -12,7 +12,9 @@ import re
 
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, Stats, WrkReport
 
-__all__ = ["parse_jmeter", "JMETER_ERROR"]
+__all__ = ["parse_jmeter", "JMETER_ERROR", "JMETER_SUMMARY"]
+
+JMETER_SUMMARY = "summary ="   # what tells a JMeter report from the others
 
 _SUMMARY = re.compile(r"^summary\s*=\s*(\d+)\s+in\s+([\d.:]+)s?\s*=\s*([\d.]+)/s\s+Avg:\s*(\d+)\s+Min:\s*(\d+)"
                       r"\s+Max:\s*(\d+)\s+Err:\s*(\d+)", re.M)

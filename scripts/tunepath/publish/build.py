@@ -25,16 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-from tunepath.publish import cache
-from tunepath.project import project_dir
 from tunepath.errors import TunepathError
-from tunepath.steps.legacy import STEPS, get_step
+from tunepath.project import project_dir
+from tunepath.publish import cache, notebooks
+from tunepath.publish.hugo_data import write_json
+from tunepath.steps import REGISTRY
 
-__all__ = ["ROOT", "NOTEBOOKS", "build_site", "execute_step", "step_parameters", "render_html",
+__all__ = ["build_site", "execute_step", "step_parameters", "render_html", "prepare_site_dir",
            "hugo_binary", "run_hugo"]
 
-ROOT = project_dir(required=False) or Path.cwd()
-NOTEBOOKS = ROOT / "notebooks"
 SITE_SOURCES = ("config.toml", "content", "layouts", "static")
 
 
@@ -42,13 +41,14 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def prepare_site_dir(site_dir: Path) -> Path:
+def prepare_site_dir(site_dir: Path, project: Path) -> Path:
+    """The site directory, with a copy of the project's site sources when it is elsewhere."""
     site_dir = Path(site_dir).resolve()
-    if site_dir == ROOT:
+    if site_dir == Path(project).resolve():
         return site_dir
     site_dir.mkdir(parents=True, exist_ok=True)
     for name in SITE_SOURCES:
-        src, dst = ROOT / name, site_dir / name
+        src, dst = Path(project) / name, site_dir / name
         if src.is_dir():
             shutil.copytree(src, dst, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("charts", "notebooks") if name == "static" else None)
@@ -57,63 +57,19 @@ def prepare_site_dir(site_dir: Path) -> Path:
     return site_dir
 
 
-def _quiet_kernel_manager():
-    """A kernel manager whose kernel writes its stderr to a log, not the terminal.
-
-    ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
-    listens on 127.0.0.1 only); a build's output should show progress, not that.
-    """
-    from jupyter_client.manager import AsyncKernelManager
-
-    class QuietKernelManager(AsyncKernelManager):
-        log_path: str | None = None
-
-        async def start_kernel(self, **kw):
-            if not QuietKernelManager.log_path:
-                return await super().start_kernel(**kw)
-            with open(QuietKernelManager.log_path, "ab") as log:   # the kernel keeps its own copy of the fd
-                kw.setdefault("stderr", log)
-                return await super().start_kernel(**kw)
-
-    return QuietKernelManager
-
-
-def step_parameters(site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
-                    mode: str = "replay") -> dict:
-    """The Papermill parameters a step's notebook is executed with (part of its cache key)."""
-    return {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": None,
-            "profile": "quick", "apply": False,
-            "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+def step_parameters(site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None) -> dict:
+    """The Papermill parameters of a replay (part of each step's cache key)."""
+    return notebooks.parameters("replay", runs_dir, site_dir, run_ids)
 
 
 def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
-                 mode: str = "replay", notebooks_dir: Path | None = None) -> Path:
-    """Execute one step's notebook; returns the executed notebook's path."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    s = get_step(step)
-    notebooks_dir = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS
-    source = notebooks_dir / s.notebook
-    if not source.is_file():
-        raise TunepathError(f"step {step!r}: notebook {source} is missing")
-    out_dir = Path(site_dir) / "static" / "notebooks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    output = out_dir / s.notebook
-    parameters = step_parameters(site_dir, runs_dir, run_ids, mode)
-    manager = _quiet_kernel_manager()
-    log_dir = Path(site_dir) / "build" / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    manager.log_path = str(log_dir / "kernel-stderr.log")
-    try:
-        papermill.execute_notebook(str(source), str(output), parameters=parameters,
-                                   kernel_name="python3", progress_bar=False, log_output=False,
-                                   cwd=str(notebooks_dir), kernel_manager_class=manager)
-    except PapermillExecutionError as exc:
-        raise TunepathError(f"step {step!r}: notebook {s.notebook} failed in cell {exc.exec_count}: "
-                            f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at "
-                            f"{output})") from None
-    return output
+                 notebooks_dir: Path | None = None) -> Path:
+    """Replay one step's notebook into ``SITE/static/notebooks/``; returns the executed notebook."""
+    s = REGISTRY.get(step)
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else project_dir() / "notebooks"
+    return notebooks.execute(notebooks_dir / s.notebook, Path(site_dir) / "static" / "notebooks" / s.notebook,
+                             step_parameters(site_dir, runs_dir, run_ids),
+                             log_path=Path(site_dir) / "build" / "logs" / "kernel-stderr.log", what=f"step {step!r}")
 
 
 def render_html(notebook: Path, title: str) -> Path:
@@ -162,7 +118,7 @@ def run_hugo(site_dir: Path, destination: Path) -> None:
         _say(f"  hugo: {ln}")
 
 
-def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[str] | None = None,
+def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps: list[str] | None = None,
                with_hugo: bool = True, destination: str | Path | None = None,
                run_ids: list[str] | None = None, use_cache: bool = True,
                notebooks_dir: Path | None = None) -> Path:
@@ -173,12 +129,14 @@ def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[
     intact) is not executed again. Without it every step executes; the cache is still
     refreshed for the next build.
     """
-    site_dir = prepare_site_dir(Path(site_dir))
-    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
-    notebooks_dir = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS
-    names = steps or [s.name for s in STEPS]
+    project = project_dir()
+    site_dir = prepare_site_dir(Path(site_dir) if site_dir else project, project)
+    runs_dir = Path(runs_dir) if runs_dir else project / "runs"
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else project / "notebooks"
+    names = steps or list(REGISTRY.names)
     for name in names:
-        get_step(name)
+        REGISTRY.get(name)
+    write_json(site_dir / "data" / "path.json", REGISTRY.to_data())   # the pages' order and numbers
     started = time.monotonic()
     (site_dir / "build" / "last-build.json").unlink(missing_ok=True)   # rewritten when the build succeeds
     inputs = cache.BuildInputs.collect(runs_dir)   # the runs and the package, hashed once
@@ -187,7 +145,7 @@ def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[
     reasons: dict[str, str] = {}
     run_time = 0.0
     for i, name in enumerate(names, 1):
-        s = get_step(name)
+        s = REGISTRY.get(name)
         source = notebooks_dir / s.notebook
         parameters = step_parameters(site_dir, runs_dir, run_ids)
         key = cache.StepKey("missing", "", "", "") if not source.is_file() else inputs.key_for(source, parameters)
@@ -208,7 +166,7 @@ def build_site(site_dir: Path = ROOT, runs_dir: Path | None = None, steps: list[
         executed_nb = execute_step(name, site_dir, runs_dir, run_ids, notebooks_dir=notebooks_dir)
         render_html(executed_nb, f"{s.title} — executed notebook")
         took = time.monotonic() - t0
-        cache.record(site_dir, name, key, cache.step_outputs(site_dir, name, s.notebook, before),
+        cache.record(site_dir, name, key, cache.step_outputs(site_dir, s.data_file, s.notebook, before),
                      parameters, took)
         executed.append(name)
         run_time += took

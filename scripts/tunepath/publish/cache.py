@@ -254,12 +254,7 @@ def _chart_refs(document) -> set[str]:
     return found
 
 
-def data_file(step: str) -> str:
-    """The Hugo data a step publishes (as tunepath.pipeline.publish names it)."""
-    return "data/summary.json" if step == "summary" else f"data/steps/{step}.json"
-
-
-def step_outputs(site_dir: Path, step: str, notebook_name: str,
+def step_outputs(site_dir: Path, data_file: str, notebook_name: str,
                  before: dict[str, tuple[int, int]] | None = None) -> list[str]:
     """The files a step's execution produced, relative to the site directory.
 
@@ -270,8 +265,8 @@ def step_outputs(site_dir: Path, step: str, notebook_name: str,
     """
     site_dir = Path(site_dir)
     stem = notebook_name.removesuffix(".ipynb")
-    named = {f"static/notebooks/{notebook_name}", f"static/notebooks/{stem}.html", data_file(step)}
-    data_path = site_dir / data_file(step)
+    named = {f"static/notebooks/{notebook_name}", f"static/notebooks/{stem}.html", data_file}
+    data_path = site_dir / data_file
     if data_path.is_file():
         try:
             named |= {f"static/{ref}" for ref in _chart_refs(json.loads(data_path.read_text(encoding="utf-8")))}

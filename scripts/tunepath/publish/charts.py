@@ -167,10 +167,10 @@ def _errorbars(ax, xs, rows, value, low, high, color):
                     fmt="none", ecolor="#37474f", elinewidth=1, capsize=3)
 
 
-def thread_sweep_chart(rows: list[dict], static_dir: Path, name: str, run_id: str, best: str | None) -> Chart:
-    """Throughput, server CPU per request and p99 latency against maxThreads (one run)."""
-    from tunepath.steps.legacy import sweep_value
-
+def thread_sweep_chart(rows: list[dict], static_dir: Path, name: str, run_id: str, best: str | None,
+                       sweep_value) -> Chart:
+    """Throughput, server CPU per request and p99 latency against maxThreads (one run);
+    ``sweep_value(variant)`` is the thread count a variant stands for."""
     rows = sorted(rows, key=lambda r: sweep_value(r["variant"]) or 0)
     xs = [sweep_value(r["variant"]) for r in rows]
     fig = Figure(figsize=(7.2, 7.4))

@@ -15,7 +15,6 @@ import pandas as pd
 from tunepath.publish import formatting as fmt
 from tunepath.analysis.frames import sort_key
 from tunepath.evidence.store import Run
-from tunepath.steps.legacy import MEASURED_SEQUENCE, STEPS, get_step, plan, verify_command
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
 
@@ -142,19 +141,20 @@ def _versions(run: Run) -> dict:
     }
 
 
-def notes_for(run: Run, step: str | None) -> list[str]:
-    """A run's notes that concern ``step``: a note may be limited to some steps."""
+def notes_for(run: Run, step: str | None, sequence_steps: set[str] = frozenset()) -> list[str]:
+    """A run's notes that concern ``step`` (None: the summary, which shows the tuning sequence's
+    steps, ``sequence_steps``): a note may be limited to some steps."""
     out = []
     for note in run.record.get("notes", []):
         if isinstance(note, str):
             out.append(note)
         elif "steps" not in note or (step in note["steps"] if step else
-                                     any(s in note["steps"] for s, _ in MEASURED_SEQUENCE)):
+                                     any(s in note["steps"] for s in sequence_steps)):
             out.append(note["text"])
     return out
 
 
-def run_header(run: Run, step: str | None = None) -> dict:
+def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = frozenset()) -> dict:
     commands = [m.command for m in run.measurements if step is None or m.step == step]
     return _clean({
         "run_id": run.run_id, "kind": run.kind, "status": run.record["status"],
@@ -165,14 +165,16 @@ def run_header(run: Run, step: str | None = None) -> dict:
         "date": run.record.get("date"), "date_note": run.record.get("date_note", ""),
         "versions": _versions(run), "source": run.record.get("source", ""),
         "client_command": commands[0] if commands else "",
-        "notes": notes_for(run, step),
+        "notes": notes_for(run, step, sequence_steps),
     })
 
 
-def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
-    """One run's part of a step's data: header, measurements, commands, verification."""
+def run_block(run: Run, step, frame: pd.DataFrame, path) -> dict:
+    """One run's part of a step's data: header, measurements, commands, verification
+    (``step``: the step object; ``path``: the step registry)."""
+    definition, step = step, step.name
     rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
-    rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(run, step, r["variant"]))
+    rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(path, run, step, r["variant"]))
     verification = {}
     for v in run.verifications:
         if v.step == step:
@@ -182,10 +184,9 @@ def run_block(run: Run, step: str, frame: pd.DataFrame) -> dict:
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
-        "commands": {b.id: b.to_dict() for b in plan(step, run.context)},
+        "commands": {b.id: b.to_dict() for b in definition.plan(run.context)},
         "verification": verification,
-        "verification_commands": {name: verify_command(name, run.context)
-                                  for name in get_step(step).verifications},
+        "verification_commands": definition.verify_commands(run.context),
         "skipped": [s for s in run.skipped if s["step"] == step],
         "repetitions_info": (run.record.get("repetitions") or {}).get(step),
     })
@@ -210,10 +211,11 @@ def historical_for(step: str, directory: Path | None) -> list[dict]:
     return out
 
 
-def step_document(step: str, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
-                  notebook: dict, historical: list[dict] | None = None) -> dict:
-    s = get_step(step)
-    blocks = [run_block(r, step, frame) for r in runs if step in r.steps()]
+def step_document(step, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
+                  notebook: dict, historical: list[dict] | None = None, path=None) -> dict:
+    """A step's Hugo data (``step``: the step object; ``path``: the step registry)."""
+    s = step
+    blocks = [run_block(r, s, frame, path) for r in runs if s.name in r.steps()]
     return {
         "step": s.name, "number": s.number, "title": s.title, "page": s.page,
         "primary_run": blocks[0]["run_id"] if blocks else None,
@@ -222,17 +224,20 @@ def step_document(step: str, runs: list[Run], frame: pd.DataFrame, charts: list[
 
 
 def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[str, list[dict]],
-                     notebook: dict) -> dict:
-    titles = {s.name: s.title for s in STEPS}
-    pages = {s.name: s.page for s in STEPS}
+                     notebook: dict, path) -> dict:
+    """Every run's tuning sequence and comparison steps (``path``: the step registry)."""
+    titles = {s.name: s.title for s in path}
+    pages = {s.name: s.page for s in path}
+    compared = {s.name for s in path if s.compares_variants}
+    sequence_steps = {s for s, _ in path.sequence}
     hosts = []
     for run in runs:
         rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
         # the rate sweep is read at a latency objective on its own page, not as a comparison table
-        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & ~frame.step.isin(("setup", "rate-sweep"))]
+        others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & frame.step.isin(compared)]
         if rows.empty and others.empty:
             continue
-        entry = run_header(run)
+        entry = run_header(run, None, sequence_steps)
         if not rows.empty:
             entry["client_command"] = rows.iloc[0]["command"]
         entry["rows"] = [_clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
@@ -249,8 +254,8 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                               "requests_per_sec": _num(r["requests_per_sec"]),
                               "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r)})
                       for r in sorted(others[others.step == step].to_dict("records"),
-                                      key=lambda r: sort_key(run, r["step"], r["variant"]))]}
-            for step in [s.name for s in STEPS if s.name in set(others.step)]]
+                                      key=lambda r: sort_key(path, run, r["step"], r["variant"]))]}
+            for step in [s.name for s in path if s.name in set(others.step)]]
         hosts.append(entry)
     return {"notebook": notebook, "hosts": hosts}
 

@@ -1,0 +1,160 @@
+"""The guarded single actions of a live step: run a block, make a host change, verify, clean up.
+
+Each records what it did into the run (ran, skipped with the reason, dry-run) and raises
+:class:`~tunepath.live.hosts.CommandFailed` with the host and command when a command fails.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+from tunepath.errors import TunepathError
+from tunepath.live.hosts import CommandFailed, Host, connect
+from tunepath.live.hoststate import REBOOT_BLOCKS, boot_id, preflight, restore, save_original_state, wait_for_reboot
+from tunepath.live.httpd import Httpd
+from tunepath.live.session import Session, expand_home, progress
+from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_major as parse_java_major
+
+__all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
+           "jvm_warnings", "log_size", "ensure_tomcat"]
+
+
+@contextmanager
+def step_guard(session: Session, step: str):
+    """Restore what the step changed when it fails or is interrupted."""
+    try:
+        yield
+    except BaseException as exc:
+        progress(f"{step}: {type(exc).__name__}: restoring the server")
+        try:
+            cleanup(session.server, session.tomcat, session.clients, session.run_id)
+            if session.options.apply:
+                for line in restore(session.server):
+                    progress(f"{step}: restored {line}")
+        except Exception as inner:   # keep the original error; the runner cleans up again
+            progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
+        message = str(exc) or type(exc).__name__
+        session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,
+                              command=getattr(exc, "result", None) and exc.result.command)
+        raise
+
+
+def load_pidfile(client: Host, run_id: str, index: int = 0) -> str:
+    """Where the load generator's process group is kept (one per client: two clients may be
+    the same machine)."""
+    return f"{expand_home(client, '~')}/.tunepath/load-{run_id}{f'-{index}' if index else ''}.pid"
+
+
+def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
+    """Stop load generators and Tomcat, and put the configuration back. Safe to call twice;
+    every part is tried even when another fails."""
+    problems = []
+    httpd = Httpd(server, expand_home(server, "~/.tunepath/httpd"))
+    for action in [*(lambda c=c, i=i: c.kill_group(load_pidfile(c, run_id, i)) for i, c in enumerate(clients)),
+                   httpd.stop, httpd.shred_conf, tomcat.stop, tomcat.restore_config]:
+        try:
+            action()
+        except TunepathError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise TunepathError("; ".join(problems))
+
+
+def run_block(session: Session, step: str, block, *, record: bool = True, timeout: float = 600,
+               repetition: int = 1):
+    host = session.host(block.host)
+    result = host.run(block.text, timeout=timeout, check=False, as_written=True)
+    if record:
+        session.recorder.block(step, block.id, block.host, block.text, "ran", exit_status=result.exited,
+                               duration_s=round(result.duration_s, 3),
+                               **({"repetition": repetition} if repetition > 1 else {}))
+    if not result.ok:
+        raise CommandFailed(result, "see the run record for the command's output")
+    return result
+
+
+def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
+    """Run a disruptive block if allowed; returns (changed, reason-if-not)."""
+    opts = session.options
+    check = preflight(session.server, block, session.facts, session.inventory.same_machine)
+    if not check.ok:
+        session.recorder.block(step, block.id, block.host, block.text, "skipped", reason=check.reason)
+        return False, check.reason
+    if not opts.apply:
+        reason = "dry-run: disruptive, needs apply (scripts/run --apply)"
+        session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
+        progress(f"{step}: dry-run {block.id}:\n{block.text}")
+        return False, reason
+    if block.id in REBOOT_BLOCKS and not opts.allow_reboot:
+        reason = "needs a reboot: rerun with allow_reboot"
+        session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
+        return False, reason
+    save_original_state(session.server, session.facts)
+    if block.id in REBOOT_BLOCKS:
+        # the reboot ends the SSH session: run the GRUB part, reboot, reconnect, verify
+        grub, _, _ = block.text.partition("\nsudo update-grub")
+        old_boot = boot_id(session.server)
+        session.server.run(grub, timeout=60, as_written=True)
+        session.server.run("sudo update-grub", timeout=300, as_written=True)
+        session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
+        session.server.close()
+        wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
+        cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted, old_boot)
+        session.server = connect(session.inventory.server, session.inventory)
+        session.tomcat.host = session.server
+        for i, spec in enumerate(session.inventory.clients):     # a client on the server lost its session too
+            session.clients[i].close()
+            session.clients[i] = connect(spec, session.inventory)
+        session.recorder.block(step, block.id, block.host, block.text, "ran", kernel_cmdline=cmdline)
+        return True, ""
+    run_block(session, step, block)
+    return True, ""
+
+
+def verify(session: Session, step) -> None:
+    """Run the step's verification commands and record their output (or why there is none)."""
+    for name, cmd in step.verify_commands(session.ctx).items():
+        role = "client" if name in step.client_verifications else "server"
+        r = session.host(role).run(cmd, check=False, timeout=60, as_written=True)
+        if r.exited == 0 and r.stdout.strip():
+            session.recorder.verification(step.name, name, role, cmd, r.stdout)
+        else:
+            session.recorder.block(step.name, f"verify-{name}", role, cmd, "skipped",
+                                   reason=(r.stderr.strip().splitlines() or ["no output"])[-1])
+
+
+
+
+def java_major(session: Session) -> int | None:
+    java = f"{session.ctx.java_home}/bin/java" if session.ctx.java_home else "java"
+    return parse_java_major(session.server.run(f"{java} -version 2>&1", check=False, timeout=30).stdout)
+
+
+def jvm_warnings(session: Session, offset: int) -> list[str]:
+    """The JVM's own warnings in catalina.out since ``offset`` (e.g. large pages unavailable)."""
+    log = f"{session.tomcat.home}/logs/catalina.out"
+    r = session.server.run(f"tail -c +{offset + 1} {log} 2>/dev/null | grep -E 'VM warning|\\[warning\\]' "
+                           "| grep -v 'Command line argument' | head -5", check=False, timeout=15)
+    return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def log_size(session: Session) -> int:
+    r = session.server.run(f"stat -c %s {session.tomcat.home}/logs/catalina.out 2>/dev/null || echo 0",
+                           check=False, timeout=15)
+    return int(r.stdout.strip() or 0) if r.stdout.strip().isdigit() else 0
+
+
+def ensure_tomcat(session: Session, step: str) -> None:
+    """A step run without the setup step still needs Tomcat: install it, or say how."""
+    if session.tomcat.installed_version():
+        return
+    opts = session.options
+    if not (opts.tomcat_tarball or opts.tomcat_url):
+        raise TunepathError(f"on {session.server.name}: Tomcat is not installed at {session.tomcat.home}: run "
+                            "the setup step first, or give --tomcat-tarball / --tomcat-url")
+    tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
+    version = session.tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
+    session.recorder.block(step, "install-tomcat", "server", "(the setup step's install-tomcat block)", "ran",
+                           how="Tomcat was missing: installed before the step", version=version)
+

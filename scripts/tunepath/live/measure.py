@@ -1,0 +1,201 @@
+"""Measure one variant once: configure, restart, warm up, drive the load, record.
+
+:func:`measure` configures Tomcat for the variant (from the step's server.xml/setenv
+backup), restarts it with the step's restart block, waits until it answers, warms it up,
+samples CPU on every host, drives the load from every client at once, samples again and
+records the raw output, CPU per mode, Tomcat's and the clients' CPU time, the JVM's own
+warnings and the open-file limit. The step object decides what is step-specific: the
+configuration, the load tool, whether all clients drive the load, and what must run
+beside Tomcat (``Step.before_load``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from tunepath.errors import TunepathError
+from tunepath.live.actions import jvm_warnings, load_pidfile, log_size, run_block
+from tunepath.live.facts import cpu_sample, cpu_utilisation
+from tunepath.live.hosts import CommandFailed, Host
+from tunepath.live.session import Session, progress
+from tunepath.parse.reports import parse_report
+
+__all__ = ["measure", "drive", "load_clients"]
+
+
+@dataclass
+class Started:
+    """What restarting Tomcat for a measurement found out."""
+
+    waited_s: float = 0.0
+    jvm_warnings: tuple[str, ...] = ()
+
+
+def drive(session: Session, load_text: str, duration: int, clients: list[Host]) -> list:
+    """Run the load command on every client at once (a thread per client, as Fabric's
+    ThreadingGroup does); returns each client's result, in order."""
+    def one(i: int, client: Host):
+        pidfile = load_pidfile(client, session.run_id, i)
+        client.run("mkdir -p ~/.tunepath", timeout=15)
+        try:
+            return client.run(load_text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
+                              child_times=True)
+        finally:
+            client.run(f"rm -f {pidfile}", check=False, timeout=15)
+
+    if len(clients) == 1:
+        return [one(0, clients[0])]
+    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+        futures = [pool.submit(one, i, c) for i, c in enumerate(clients)]
+        return [f.result() for f in futures]
+
+
+def load_clients(session: Session, step, variant: str) -> list[Host]:
+    """Every inventory client drives the load at once when there are several and the step
+    allows it for this variant (JMeter, ab and the rate sweep measure from one client)."""
+    if len(session.clients) > 1 and session.options.all_clients and step.multi_client(variant):
+        return list(session.clients)
+    return [session.client]
+
+
+def _restart(session: Session, step, variant: str, config, blocks: dict, tag: str, repetition: int) -> Started:
+    rec, tomcat = session.recorder, session.tomcat
+    progress(f"{tag}: configuring Tomcat ({config.describe()})")
+    tomcat.configure(config)
+    restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
+    log_offset = log_size(session)
+    run_block(session, step.name, restart_block, timeout=120, repetition=repetition)
+    waited = tomcat.wait_ready(120)
+    warnings = tuple(jvm_warnings(session, log_offset))
+    for w in warnings:
+        rec.warn(f"{step.name}/{variant}: the JVM said: {w}")
+    progress(f"{tag}: Tomcat ready after {waited:.1f} s")
+    return Started(waited, warnings)
+
+
+def _open_files(session: Session) -> int | None:
+    """Tomcat's open-file limit, warned about when below the context's."""
+    nofile = session.server.run(f"grep 'Max open files' /proc/{session.tomcat.pid()}/limits | awk '{{print $4}}'",
+                                check=False, timeout=15).stdout.strip()
+    if nofile.isdigit() and int(nofile) < session.ctx.nofile:
+        session.recorder.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below "
+                              f"{session.ctx.nofile}); `ulimit -n {session.ctx.nofile} && startup.sh` would have "
+                              "started nothing here")
+    return int(nofile) if nofile.isdigit() else None
+
+
+def _no_summary(session: Session, step, variant: str, load, result, tag: str) -> None:
+    """JMeter ran but measured nothing: its output is evidence, not a measurement."""
+    out = result.stdout + result.stderr
+    why = (re.search(r"^(Error in NonGUIDriver.*|.*Exception.*)$", out, re.M)
+           or re.search(r"(.+)", out.strip() or "no output"))
+    session.recorder.verification(step.name, "jmeter-attempt", "client", load.text, out)
+    session.recorder.skipped(step.name, variant, f"JMeter ran but produced no summary: {why.group(1).strip()}")
+    progress(f"{tag}: skipped (JMeter produced no summary)")
+    session.tomcat.stop()
+
+
+def measure(session: Session, step, variant: str, smoke: bool = False, repetition: int = 1,
+            restart: bool = True, keep_running: bool = False) -> tuple[bool, float | None]:
+    """Configure, restart, warm up and measure one variant once; returns (recorded, requests/s):
+    not recorded when the tool measured nothing (JMeter without a summary), requests/s None
+    when the recorded report gives none.
+
+    ``restart=False`` measures the Tomcat already running (the rate sweep's later rates);
+    ``keep_running`` leaves it running afterwards."""
+    config = step.tomcat_config(variant, session.ctx)
+    if session.options.http_port != 8080:
+        config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
+    blocks = {b.id: b for b in step.plan(session.ctx)}
+    tag = f"{step.name}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
+    started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()
+    nofile = _open_files(session)
+    undo = step.before_load(session, variant, blocks, repetition)
+    if "warm-up" in blocks and not smoke and restart:
+        progress(f"{tag}: warm-up {session.ctx.warmup_s} s")
+        run_block(session, step.name, blocks["warm-up"], timeout=session.ctx.warmup_s + 60, repetition=repetition)
+    load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
+    tool = step.load_tool(session, variant)
+    duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
+    clients = load_clients(session, step, variant)
+    progress(f"{tag}: measuring for {duration} s with {tool}"
+             + (f" on {len(clients)} clients at once" if len(clients) > 1 else ""))
+    window = _load(session, load, duration, clients, undo)
+    session.recorder.block(step.name, load.id, "client", load.text, "ran", exit_status=window.results[0].exited,
+                           duration_s=round(window.results[0].duration_s, 3),
+                           **({"repetition": repetition} if repetition > 1 else {}))
+    if tool == "jmeter" and "summary =" not in window.results[0].stdout:
+        _no_summary(session, step, variant, load, window.results[0], tag)
+        return False, None
+    _record(session, step, variant, load, tool, config, window, started, nofile, repetition)
+    failed = [r for r in window.results if not r.ok]
+    if failed:
+        raise CommandFailed(failed[0], "the load generator failed; its output is recorded in the run")
+    if not keep_running:
+        session.tomcat.stop()
+    return True, _rate(session, step, variant, window.results, tool, repetition)
+
+
+@dataclass
+class Window:
+    """One measurement's load results and what was sampled around them."""
+
+    results: list
+    utilisation: dict
+    window_s: float
+    tomcat_cpu_s: float | None
+    cpus_online: str
+
+
+def _load(session: Session, load, duration: int, clients: list[Host], undo) -> Window:
+    """Sample CPU on every host, drive the load, sample again; then undo what ran beside Tomcat."""
+    hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
+    before = [cpu_sample(h) for h in hosts]
+    cpu0 = session.tomcat.cpu_seconds()
+    t0 = time.monotonic()
+    results = drive(session, load.text, duration, clients)
+    cpu1 = session.tomcat.cpu_seconds()
+    after = [cpu_sample(h) for h in hosts]
+    window = time.monotonic() - t0
+    online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
+    if undo:
+        undo()
+    util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a)
+            for i, (b, a) in enumerate(zip(before, after))}
+    if session.inventory.same_machine:
+        util["client"] = "same machine as the server"
+    tomcat_cpu = round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None
+    return Window(results, util, window, tomcat_cpu, online)
+
+
+def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
+            nofile: int | None, repetition: int) -> None:
+    results, clients = window.results, load_clients(session, step, variant)
+    parts = None
+    if len(clients) > 1:
+        parts = [{"client": c.name, "stdout": r.stdout, "stderr": r.stderr, "exit_status": r.exited,
+                  "client_cpu_s": r.child_cpu_s} for c, r in zip(clients, results)]
+    client_cpu = (sum(r.child_cpu_s or 0 for r in results) if any(r.child_cpu_s is not None for r in results)
+                  else None)
+    result = results[0]
+    session.recorder.measurement(
+        step.name, variant, result.stdout, result.stderr, result.exited, load.text, tool,
+        repetition=repetition, parts=parts, cpus_online=window.cpus_online or None, config=config.to_dict(),
+        cpu_utilisation=window.utilisation, window_s=round(window.window_s, 3), tomcat_cpu_s=window.tomcat_cpu_s,
+        nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
+        client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def _rate(session: Session, step, variant: str, results: list, tool: str, repetition: int) -> float | None:
+    """The requests per second all clients achieved, or None (kept as evidence, not counted)."""
+    try:
+        rates = [parse_report(r.stdout, tool).requests_per_sec for r in results]
+    except TunepathError as exc:
+        session.recorder.warn(f"{step.name}/{variant} repetition {repetition}: its report gives no rate ({exc}); "
+                              "it is kept as evidence and does not count towards the interval")
+        return None
+    return sum(rates) if all(isinstance(x, (int, float)) for x in rates) else None

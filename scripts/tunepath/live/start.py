@@ -1,0 +1,128 @@
+"""Opening a live run: connect (host keys checked), take the lock, gather facts, record.
+
+Nothing is written before the hosts answered with the keys on record and the lock is
+held; if opening the record fails after that, the lock is released again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tunepath.errors import TunepathError
+from tunepath.evidence.recorder import RunRecorder, new_run_id
+from tunepath.live.facts import gather_facts
+from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
+from tunepath.live.hoststate import acquire_lock, release_lock
+from tunepath.live.loadgen import LoadTool, detect
+from tunepath.live.session import LiveOptions, expand_home, live_context, mask_names_file, masker_for
+from tunepath.live.tomcat import Tomcat
+
+__all__ = ["start_run", "HostFacts"]
+
+
+@dataclass
+class HostFacts:
+    """What the run records of its hosts before the first step."""
+
+    server_name: str
+    client_name: str
+    tool: LoadTool
+    facts: dict
+    missing: dict
+    client_facts: dict
+    client_missing: dict
+    tomcat_home: str
+
+
+def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
+    """The server's and the first client's facts, the load generator, Tomcat's directory."""
+    name = server.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip() or "server"
+    client_name = client.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip()
+    tool = detect(client)
+    tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
+    facts, missing = gather_facts(server, tomcat.installed_version(), None, "server")
+    if options.java_home:
+        java = server.run(f"{options.java_home}/bin/java -version 2>&1 | head -1", check=False, timeout=30)
+        if not java.ok or "version" not in java.stdout:
+            raise TunepathError(f"on {server.name}: no java in --java-home {options.java_home}")
+        facts["java_version"] = java.stdout.strip() + f" (JAVA_HOME={options.java_home})"
+        missing.pop("java_version", None)
+    cfacts, cmissing = gather_facts(client, None, {"name": tool.name, "version": tool.version}, "client")
+    return HostFacts(name, client_name, tool, facts, missing, cfacts, cmissing, tomcat.home)
+
+
+def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
+    """Connect (checking host keys), take the lock, gather facts, and open the run record."""
+    inventory = load_inventory(options.hosts_file)
+    with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
+        found = gather(server, clients[0], options)
+        server_name = "server" if options.mask_hosts else found.server_name
+        run_id = new_run_id(server_name)
+        acquire_lock(server, run_id)
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+            if options.mask_hosts:
+                names = {found.server_name: "server"}
+                if not inventory.same_machine:
+                    names.setdefault(found.client_name, "client-1")
+                mask_names_file(runs_dir, run_id).parent.mkdir(parents=True, exist_ok=True)
+                mask_names_file(runs_dir, run_id).write_text(json.dumps(names))
+            record = run_record(run_id, server_name, found, options, inventory, steps)
+            record["context"] = live_context(server, found.facts, found.tool, options, inventory,
+                                             found.tomcat_home).to_dict()
+            recorder = RunRecorder(runs_dir, record, masker_for(inventory, options, runs_dir, run_id))
+        except BaseException:
+            release_lock(server, run_id)
+            mask_names_file(runs_dir, run_id).unlink(missing_ok=True)
+            raise
+        return recorder, inventory
+
+
+def run_record(run_id: str, server_name: str, found: HostFacts, options: LiveOptions, inventory: Inventory,
+               steps: list[str]) -> dict:
+    """The new run's ``run.json``, before its first step (see tunepath.evidence.store)."""
+    same = inventory.same_machine
+    tool = found.tool
+    client_name = "server" if same else ("client-1" if options.mask_hosts else found.client_name)
+    return {
+        "run_id": run_id, "kind": "live", "status": "partial",
+        "label": f"{server_name}, live run ({options.profile} profile)"
+                 + (", server and client on one machine" if same else ""),
+        "date": dt.date.today().isoformat(), "date_note": "",
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
+                  f"apply={options.apply}",
+        "same_machine": same, "profile": options.profile, "apply": options.apply,
+        "hosts": {
+            "server": {"name": server_name, "description": describe(found.facts, same), "facts": found.facts,
+                       "facts_missing": found.missing},
+            "client": {"name": client_name,
+                       "description": f"{tool.name} ({tool.version or 'version unknown'}) on "
+                                      f"{found.client_facts.get('cpus')} CPUs" + (" — the same machine" if same else ""),
+                       "facts": found.client_facts, "facts_missing": found.client_missing},
+        },
+        "notes": notes(tool, same),
+    }
+
+
+def describe(facts: dict, same: bool) -> str:
+    parts = [facts.get("cpu_model") or "CPU model unknown", f"{facts.get('cpus')} CPUs",
+             f"kernel {facts.get('kernel')}", facts.get("os") or ""]
+    text = ", ".join(p for p in parts if p)
+    return text + ("; server and client on one machine over loopback — not a benchmark host" if same else "")
+
+
+def notes(tool: LoadTool, same: bool) -> list:
+    out = []
+    if same:
+        out.append({"text": "Server and client ran on one machine over loopback: they compete for the same "
+                            "CPUs, and no NIC is involved. These figures show that the path works, not what "
+                            "a server can do."})
+    if not tool.open_loop:
+        out.append({"text": "Measured with Debian's wrk because wrk2 is absent on the client: wrk is closed "
+                            "loop (no constant offered rate, no coordinated-omission correction), so its "
+                            "latencies understate what an open workload would see."})
+    return out

@@ -1,0 +1,151 @@
+"""The host context: everything a step's commands depend on, for one server/client pair.
+
+A recorded run stores its context (``run.json`` → ``context``), so a page shows the commands
+as they were run on that host; the defaults are the original path's AWS c8g hosts, written
+with the path's variables (``${tomcat_ip}``, ``${net}``) where the original had them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Iterable
+
+from tunepath.errors import TunepathError
+
+__all__ = ["HostContext", "BENCH_PATH", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
+
+BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
+
+
+@dataclass(frozen=True)
+class HostContext:
+    """Everything a step's commands depend on, for one server/client pair."""
+
+    tomcat_home: str = "~/apache-tomcat-11.0.10"
+    tomcat_version: str = "11.0.10"
+    java_package: str = "openjdk-21-jdk"
+    server_address: str = "${tomcat_ip}"
+    port: int = 8080
+    path: str = BENCH_PATH
+    total_cpus: int = 192
+    baseline_cpus: tuple[int, ...] = tuple(range(0, 8))
+    numa_cpus: tuple[int, ...] = tuple(range(96, 104))
+    nic: str = "${net}"
+    nic_queues: int = 8
+    nofile: int = 65535
+    load_generator: str = "wrk"   # the binary's name: wrk2 installs itself as `wrk`
+    threads: int = 128
+    connections: int = 1280
+    rate: int = 500000
+    duration_s: int = 60
+    smoke_threads: int = 16
+    smoke_connections: int = 32
+    smoke_rate: int = 50000
+    smoke_duration_s: int = 60
+    warmup_s: int = 0             # a warm-up run before each measurement (the original had none)
+    open_loop: bool = True        # wrk2 (-R rate); False for Debian's wrk, which has no -R
+    latency_flag: bool = False    # add --latency (percentiles); the original did not
+    java_home: str | None = None  # a JDK other than the server's default `java` (set in bin/setenv.sh)
+    ajp_secret: str = "AJP_SECRET_GENERATED_PER_RUN"   # live runs use a random one, never recorded
+    httpd_dir: str = "~/.tunepath/httpd"
+    sweep_threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 200)   # maxThreads values of the thread sweep
+    sweep_rates: tuple[int, ...] = ()   # offered rates of the rate sweep; () derives them from `rate`
+    sweep_warmup_rate: int = 0          # the rate sweep's warm-up rate; 0: a tenth of `rate`
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HostContext":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise TunepathError(f"unknown host context key(s): {', '.join(sorted(unknown))}")
+        values = dict(data)
+        for key in ("baseline_cpus", "numa_cpus"):
+            if key in values:
+                values[key] = tuple(parse_cpu_list(values[key]))
+        for key in ("sweep_threads", "sweep_rates"):
+            if key in values:
+                values[key] = tuple(int(v) for v in values[key])
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["baseline_cpus"] = cpu_ranges(self.baseline_cpus)
+        out["numa_cpus"] = cpu_ranges(self.numa_cpus)
+        return out
+
+    @property
+    def rates(self) -> tuple[int, ...]:
+        """The rate sweep's offered rates: given, or 10 % … 120 % of the profile's rate."""
+        if self.sweep_rates:
+            return tuple(sorted(self.sweep_rates))
+        return tuple(sorted({max(1, round(self.rate * f / 100)) for f in (10, 20, 30, 40, 50, 60, 70, 80, 90,
+                                                                          100, 120)}))
+
+    @property
+    def warmup_rate(self) -> int:
+        return self.sweep_warmup_rate or max(1, round(self.rate / 10))
+
+    def sweep_command(self, rate: int, duration_s: int | None = None, latency: bool = True) -> str:
+        """wrk2 at one offered rate, printing corrected and uncorrected (-U) percentiles."""
+        d = self.duration_s if duration_s is None else duration_s
+        extra = " -U --latency" if latency else ""
+        return f"{self.load_generator} -t{self.threads} -c{self.connections} -d{d} -R{rate}{extra} {self.url}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server_address}:{self.port}{self.path}"
+
+    @property
+    def raise_nofile(self) -> str:
+        """Raise the open-file limit as far as the hard limit allows (never start nothing)."""
+        return f'ulimit -n {self.nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
+
+    def load_command(self, smoke: bool = False, duration_s: int | None = None) -> str:
+        if smoke:
+            c, t, r, d = self.smoke_connections, self.smoke_threads, self.smoke_rate, self.smoke_duration_s
+        else:
+            c, t, r, d = self.connections, self.threads, self.rate, self.duration_s
+        d = d if duration_s is None else duration_s
+        rate = f" -R{r}" if self.open_loop else ""
+        latency = " --latency" if self.latency_flag else ""
+        return f"{self.raise_nofile}\n{self.load_generator} -c{c} -t{t}{rate} -d{d}{latency} {self.url}"
+
+
+def parse_cpu_list(value) -> list[int]:
+    """``"0-7,96"`` or ``[0, 1]`` → a sorted list of CPU numbers."""
+    if isinstance(value, (list, tuple)):
+        return sorted(int(v) for v in value)
+    cpus: set[int] = set()
+    for part in str(value).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise TunepathError(f"bad CPU list {value!r}: expected e.g. '0-7,96-103'") from None
+        if last < first:
+            raise TunepathError(f"bad CPU list {value!r}: range {part} runs backwards")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def cpu_runs(cpus: Iterable[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for cpu in sorted(set(cpus)):
+        if out and cpu == out[-1][1] + 1:
+            out[-1] = (out[-1][0], cpu)
+        else:
+            out.append((cpu, cpu))
+    return out
+
+
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2,5"`` (the kernel's own notation)."""
+    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in cpu_runs(cpus))
+
+
+def brace_ranges(cpus: Iterable[int]) -> str:
+    """``[0..95, 104..191]`` → ``"{0..95} {104..191}"`` for a bash ``for`` loop."""
+    return " ".join(f"{{{a}..{b}}}" if a != b else f"{a}" for a, b in cpu_runs(cpus))

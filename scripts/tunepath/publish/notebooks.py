@@ -1,0 +1,184 @@
+"""The step notebooks: one template, one parameter builder, one Papermill call site.
+
+:func:`render` writes a step's notebook from the template: a title and the step's own
+narrative (``Step.why``), the parameters cell Papermill fills in, the few
+:mod:`tunepath.pipeline` calls every step makes, and the step's extra cells
+(``Step.notebook_cells``). ``tunepath notebooks`` writes them all into ``notebooks/``
+named by the registry's order (``NN-<name>.ipynb``) and removes numbered notebooks no
+step owns any more; ``tunepath notebooks --check`` (and a test) fails when a committed
+notebook differs from its rendering.
+
+:func:`parameters` is what every execution passes (the replay build and a live run
+alike), and :func:`execute` the only place Papermill is called.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from tunepath.errors import TunepathError
+
+__all__ = ["render", "write_all", "check_all", "parameters", "execute", "quiet_kernel_manager"]
+
+MODES_NOTE = ("This notebook is executed by Papermill: `scripts/build` replays recorded runs (`mode=\"replay\"`), "
+              "`scripts/run` runs the step on your hosts first (`mode=\"live\"`). It parses the load generator's "
+              "raw output from every selected run, draws one chart per run (a run is one server and one client: "
+              "runs from different hosts are never one series) and writes the data the page shows.")
+ANALYSIS_NOTE = ("This notebook is executed by Papermill: `scripts/build` runs it over the recorded runs; it "
+                 "runs nothing on any host.")
+PARAMETERS = (
+    ("run_ids", "[]", "recorded runs to replay; empty: every run under runs_dir"),
+    ("mode", '"replay"', '"replay": rebuild from runs/; "live": run the step on your hosts first'),
+    ("hosts_file", "None", "inventory of server and client hosts, for live mode"),
+    ("profile", '"quick"', "load profile for live mode: smoke, quick or full"),
+    ("apply", "False", "allow disruptive host changes in live mode"),
+    ("allow_reboot", "False", "live mode with apply: a step may reboot the server (IOMMU)"),
+    ("live_options", "{}", "more live settings: tomcat_home, http_port, repetitions, ci_target_pct, …"),
+    ("runs_dir", '"../runs"', "where recorded runs live"),
+    ("site_dir", '".."', "where data/ and static/charts/ are written"),
+)
+NUMBERED = re.compile(r"^\d{2}-[a-z0-9-]+\.ipynb$")
+
+
+def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> dict:
+    cell = {"cell_type": kind, "id": cell_id, "metadata": {"tags": list(tags)} if tags else {},
+            "source": source.splitlines(keepends=True)}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def _parameters_cell(step) -> str:
+    rows = [*PARAMETERS, *step.notebook_parameters]
+    width = max(len(f"{name} = {value}") for name, value, _ in rows)
+    lines = [f"{f'{name} = {value}':<{width}}  # {comment}" for name, value, comment in rows]
+    return "# Parameters (Papermill injects its own values after this cell)\n" + "\n".join(lines)
+
+
+def _step_call(step) -> str:
+    extra = "".join(f", {name}={name}" for name, _, _ in step.notebook_parameters)
+    return ("from IPython.display import SVG, display\n"
+            "from pathlib import Path\n"
+            "from tunepath import pipeline\n\n"
+            f"result = pipeline.step({step.name!r}, mode, runs_dir, run_ids, hosts_file=hosts_file, profile=profile,\n"
+            f"                       apply=apply, allow_reboot=allow_reboot{extra}, **live_options)\n"
+            "pipeline.table(result)")
+
+
+def _sections(step) -> list[tuple[str, str]]:
+    cells = list(step.notebook_cells)
+    if step.live:
+        cells += [("markdown", "## Noise flags\n\nWhat may have disturbed each measurement (CPU steal, other load, "
+                               "a saturated client, errors)."),
+                  ("code", "pipeline.flags(result)"),
+                  ("markdown", "## The commands\n\nThe exact commands of this step, rendered for each run's hosts. "
+                               "The page prints the same blocks from the data this notebook writes."),
+                  ("code", "pipeline.show_commands(result)")]
+    cells += [("markdown", "## Charts"),
+              ("code", "charts = pipeline.draw_charts(result, site_dir)\nfor chart in charts:\n"
+                       "    display(SVG(filename=str(Path(site_dir) / \"static\" / chart.src)))"),
+              ("markdown", f"## Publish\n\nIn replay mode, writes `{step.data_file}` for Hugo. In live mode the "
+                           "measurements are already recorded in the run; the site is rebuilt from all runs when it "
+                           "completes."),
+              ("code", "pipeline.publish(result, charts, site_dir, mode)")]
+    return cells
+
+
+def render(step) -> str:
+    """The notebook of ``step`` (a step object), as the JSON text written to disk."""
+    intro = f"# Step {step.number}: {step.title}\n\n{step.why}\n\n{MODES_NOTE if step.live else ANALYSIS_NOTE}"
+    cells = [("markdown", intro), ("code", _parameters_cell(step)), ("code", _step_call(step)), *_sections(step)]
+    nb = {"cells": [_cell(kind, source, f"{step.name}-{i}", ("parameters",) if i == 1 else ())
+                    for i, (kind, source) in enumerate(cells)],
+          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                       "language_info": {"name": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_all(notebooks_dir: Path, registry) -> list[str]:
+    """Write every step's notebook; remove numbered notebooks no step owns. Returns what changed."""
+    notebooks_dir = Path(notebooks_dir)
+    notebooks_dir.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for step in registry:
+        path = notebooks_dir / step.notebook
+        text = render(step)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(f"wrote {path.name}")
+    owned = {s.notebook for s in registry}
+    for path in sorted(notebooks_dir.glob("*.ipynb")):
+        if NUMBERED.match(path.name) and path.name not in owned:
+            path.unlink()
+            changed.append(f"removed {path.name} (no step owns it)")
+    return changed
+
+
+def check_all(notebooks_dir: Path, registry) -> list[str]:
+    """What differs between ``notebooks_dir`` and the registry's renderings (empty: nothing)."""
+    notebooks_dir = Path(notebooks_dir)
+    problems = []
+    for step in registry:
+        path = notebooks_dir / step.notebook
+        if not path.is_file():
+            problems.append(f"{path.name} is missing (step {step.name})")
+        elif path.read_text(encoding="utf-8") != render(step):
+            problems.append(f"{path.name} differs from the template's rendering of step {step.name}")
+    owned = {s.notebook for s in registry}
+    problems += [f"{p.name} belongs to no step" for p in sorted(notebooks_dir.glob("*.ipynb"))
+                 if NUMBERED.match(p.name) and p.name not in owned]
+    return problems
+
+
+def parameters(mode: str, runs_dir: Path, site_dir: Path, run_ids: list[str] | None = None, *,
+               hosts_file: str | None = None, profile: str = "quick", apply: bool = False,
+               allow_reboot: bool = False, live_options: dict | None = None) -> dict:
+    """The Papermill parameters of a step's notebook (part of the replay build's cache key)."""
+    return {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": hosts_file, "profile": profile,
+            "apply": apply, "allow_reboot": allow_reboot, "live_options": dict(live_options or {}),
+            "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+
+
+def quiet_kernel_manager(log_path: str | None):
+    """A kernel manager whose kernel writes its stderr to ``log_path``, not the terminal.
+
+    ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
+    listens on 127.0.0.1 only); a build's output should show progress, not that.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            if not log_path:
+                return await super().start_kernel(**kw)
+            with open(log_path, "ab") as log:   # the kernel keeps its own copy of the fd
+                kw.setdefault("stderr", log)
+                return await super().start_kernel(**kw)
+
+    return QuietKernelManager
+
+
+def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool = False) -> Path:
+    """Execute one notebook with Papermill; a failure is one sentence naming the cell and the kept output.
+
+    ``echo`` streams the notebook's printed output (a live run's progress) to this terminal."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    if not Path(source).is_file():
+        raise TunepathError(f"{what}: notebook {source} is missing (run `tunepath notebooks` to write it)")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name="python3",
+                                   progress_bar=False, log_output=False, cwd=str(Path(source).parent),
+                                   kernel_manager_class=quiet_kernel_manager(str(log_path)),
+                                   **({"stdout_file": sys.stdout} if echo else {}))
+    except PapermillExecutionError as exc:
+        raise TunepathError(f"{what}: notebook {Path(source).name} failed in cell {exc.exec_count}: "
+                            f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at {output})") from None
+    return Path(output)

@@ -1,0 +1,210 @@
+"""What every step of the learning path is: :class:`Step`, with its hooks and their defaults.
+
+A step module (``tunepath/steps/<name>.py``) defines one subclass and one instance,
+``STEP``. The step says what it changes and why, which variants it measures and with
+which Tomcat configuration, its exact commands (:meth:`Step.plan`), which host changes
+a variant needs, and how it is run live, analysed, charted and published. Generic code
+(the live runner, the frames, the Hugo data, the build) only ever asks the step object;
+it never compares step names.
+
+Kinds of step:
+
+``setup``       installs and smoke-tests; outside every comparison.
+``tuning``      continues the host's cumulative tuning sequence (baseline … IOMMU): each
+                measurement is compared with the previous one and with the stock figure.
+``comparison``  compares its variants with its first variant (connectors, JVM …).
+``sweep``       measures one parameter over a range (threads, offered rate).
+``analysis``    runs nothing: reads recorded runs (comparison of runs, summary).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable
+
+from tunepath.errors import TunepathError
+from tunepath.live.tomcatconf import TomcatConfig
+from tunepath.model.context import HostContext
+from tunepath.model.plan import Block, Variant
+from tunepath.steps.commands import verify_command
+
+if TYPE_CHECKING:       # annotations only: these layers call the hooks, not the other way round
+    from tunepath.analysis.result import StepResult
+    from tunepath.evidence.store import Run
+    from tunepath.live.session import Session
+    from tunepath.publish.charts import Chart
+
+__all__ = ["Step", "KINDS"]
+
+KINDS = ("setup", "tuning", "comparison", "sweep", "analysis")
+
+
+class Step:
+    """One step of the learning path. Subclasses set the class attributes and override hooks."""
+
+    name: str = ""
+    title: str = ""
+    kind: str = "comparison"
+    why: str = ""                                 # what it changes and why: the notebook's introduction
+    variants: tuple[Variant, ...] = ()
+    verifications: tuple[str, ...] = ()           # commands whose output the run records (steps.commands)
+    client_verifications: frozenset[str] = frozenset()   # … of those, run on the client
+    probes: tuple[str, ...] = ()                  # read-only plan blocks recorded as verification output
+    disruptive_needs: dict[str, tuple[str, ...]] = {}    # variant → disruptive blocks it needs
+    optional_blocks: frozenset[str] = frozenset() # disruptive blocks whose absence still lets it measure
+    notebook_cells: tuple[tuple[str, str], ...] = ()     # extra ("markdown"|"code", source) cells
+    notebook_parameters: tuple[tuple[str, str, str], ...] = ()   # extra (name, default, comment) parameters
+    number: int = 0                               # its position in the path (set by the registry)
+
+    def __repr__(self) -> str:
+        return f"<step {self.number} {self.name}>"
+
+    # --- identity -------------------------------------------------------------------
+    @property
+    def page(self) -> str:
+        """The content page (``content/…/<page>.md``) and the step's URL segment."""
+        return self.name
+
+    @property
+    def notebook(self) -> str:
+        return f"{self.number:02d}-{self.name}.ipynb"
+
+    @property
+    def data_file(self) -> str:
+        """The Hugo data file the step publishes, relative to the site directory."""
+        return f"data/steps/{self.name}.json"
+
+    @property
+    def live(self) -> bool:
+        """Whether the step runs anything on the hosts."""
+        return self.kind != "analysis"
+
+    @property
+    def compares_variants(self) -> bool:
+        """Each variant is compared with the step's first (connectors, JVM, thread sweep …)."""
+        return self.kind == "comparison"
+
+    @property
+    def reads_all_runs(self) -> bool:
+        """The step reads every selected run, not only those that recorded it."""
+        return self.kind == "analysis"
+
+    # --- variants and commands ---------------------------------------------------------
+    def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
+        """The measured variants on the hosts of ``ctx`` (sweeps derive theirs from it)."""
+        return self.variants
+
+    def label(self, variant: str, ctx: HostContext) -> str:
+        for v in self.variants_for(ctx):
+            if v.name == variant:
+                return v.label
+        return variant
+
+    def sort_key(self, variant: str, ctx: HostContext) -> tuple:
+        """Variants in the step's own order; unknown ones after them, by name."""
+        order = [v.name for v in self.variants_for(ctx)]
+        return (0, order.index(variant), variant) if variant in order else (1, 0, variant)
+
+    def tomcat_config(self, variant: str, ctx: HostContext) -> TomcatConfig:
+        """The Tomcat configuration ``variant`` measures, with the context's JDK."""
+        config = self.config(variant, ctx)
+        return replace(config, java_home=ctx.java_home) if ctx.java_home else config
+
+    def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
+        raise TunepathError(f"step {self.name!r} has no variant {variant!r}")
+
+    def plan(self, ctx: HostContext) -> list[Block]:
+        """The command blocks of the step for the hosts of ``ctx``, in order."""
+        return []
+
+    def verify_commands(self, ctx: HostContext) -> dict[str, str]:
+        return {name: verify_command(name, ctx) for name in self.verifications}
+
+    def shares_server(self, variant: str) -> bool:
+        """Another process on the server serves this variant's load too (a proxy): its CPU is
+        not Tomcat's, and the noise check says so instead of flagging it."""
+        return False
+
+    # --- live hooks (called by tunepath.live.execute) ----------------------------------------
+    def run_live(self, session: "Session") -> None:
+        """Run the step on the hosts of ``session``, recording into its run."""
+        from tunepath.live.execute import standard_flow
+
+        standard_flow(self, session)
+
+    def prepare_live(self, session: "Session") -> None:
+        """Before the plan runs (e.g. a per-run secret)."""
+
+    def skip_reasons(self, session: "Session", variant: Variant) -> list[str]:
+        """Why ``variant`` cannot be measured on these hosts (beyond Java and host changes)."""
+        return []
+
+    def load_tool(self, session: "Session", variant: str) -> str:
+        """The load generator that measures ``variant`` (its report's format)."""
+        return session.tool.name
+
+    def multi_client(self, variant: str) -> bool:
+        """Whether every client of the inventory drives ``variant``'s load at once."""
+        return True
+
+    def before_load(self, session: "Session", variant: str, blocks: dict[str, Block],
+                    repetition: int) -> Callable[[], None] | None:
+        """Set up what the load needs once Tomcat runs; returns what undoes it, if anything."""
+        return None
+
+    def measure(self, session: "Session", variants: list[str]) -> None:
+        """Measure the variants that can run: interleaved rounds until the intervals are narrow."""
+        from tunepath.live.repeat import repeat
+
+        repeat(session, self, variants)
+
+    # --- replay hooks (called by tunepath.pipeline) ------------------------------------------
+    def select(self, frame):
+        """The rows of the step's table: its own measurements, or (a step that reads every run)
+        each run's tuning sequence in order."""
+        if self.reads_all_runs:
+            return frame[frame.order >= 0].sort_values(["run_id", "order"]).reset_index(drop=True)
+        return frame[frame.step == self.name].reset_index(drop=True)
+
+    def history(self, result: "StepResult", run: "Run") -> list[dict]:
+        """The rows the step's throughput and latency charts show for ``run``: its tuning
+        sequence up to this step, or the step's own rows outside the sequence."""
+        rows = result.all_rows[result.all_rows.run_id == run.run_id]
+        mine = rows[rows.step == self.name]
+        if mine.empty:
+            return []
+        if (mine.order < 0).all():
+            return mine.to_dict("records")
+        upto = mine.order.max() + 1
+        return rows[(rows.order >= 0) & (rows.order < upto)].sort_values("order").to_dict("records")
+
+    def charts(self, result: "StepResult", static) -> list["Chart"]:
+        """Throughput and latency charts, one pair per run (never one series across hosts)."""
+        from tunepath.publish import charts as chartlib
+
+        highlight = {f"{r.step}/{r.variant}" for r in result.frame.itertuples()}
+        out = []
+        for run in result.runs:
+            rows = self.history(result, run)
+            if rows:
+                out.append(chartlib.throughput_chart(rows, highlight, static, f"{self.name}-throughput-{run.run_id}",
+                                                     run.run_id))
+                out.append(chartlib.latency_chart(rows, highlight, static, f"{self.name}-latency-{run.run_id}",
+                                                  run.run_id))
+        return out
+
+    def analysis(self, result: "StepResult", run: "Run") -> dict | None:
+        """What the step reads from one run's measurements beyond the table (sweeps)."""
+        return None
+
+    def document(self, result: "StepResult", charts: list[dict], notebook: dict, historical_dir) -> dict:
+        """The Hugo data of the step (``data_file``)."""
+        from tunepath.publish.hugo_data import historical_for, step_document
+
+        doc = step_document(self, result.runs, result.all_rows, charts, notebook,
+                            historical_for(self.name, historical_dir), result.registry)
+        for block in doc["runs"]:
+            found = self.analysis(result, result.run(block["run_id"]))
+            if found is not None:
+                block["analysis"] = found
+        return doc

@@ -1,0 +1,146 @@
+"""Command blocks several steps share: restart Tomcat, drive the load, CPUs, NIC queues, GRUB.
+
+Every block is rendered for a :class:`~tunepath.model.context.HostContext`, so a page
+prints the commands a reader types (the path's variables) and a live run executes the
+same text for its real hosts.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from tunepath.live.hoststate import GRUB_DROP_IN
+from tunepath.model.context import HostContext, brace_ranges, cpu_ranges
+from tunepath.model.plan import Block
+
+__all__ = ["ACCESS_LOG_VALVE", "STOCK_CONNECTOR", "thread_connector", "sweep_connector", "element",
+           "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "grub",
+           "set_cpus", "offline_all_but", "move_cpus", "set_queues", "VERIFY_COMMANDS", "verify_command"]
+
+ACCESS_LOG_VALVE = {
+    "className": "org.apache.catalina.valves.AccessLogValve",
+    "directory": "logs",
+    "prefix": "localhost_access_log",
+    "suffix": ".txt",
+    "pattern": "%h %l %u %t &quot;%r&quot; %s %b",
+}
+STOCK_CONNECTOR = {"port": "8080", "protocol": "HTTP/1.1", "connectionTimeout": "20000",
+                   "redirectPort": "8443"}
+
+
+def sweep_connector(threads: int) -> dict[str, str]:
+    """A worker pool of ``threads`` threads, keep-alive and connection limits out of the way."""
+    n = str(threads)
+    return {"minSpareThreads": n, "maxThreads": n, "maxKeepAliveRequests": "500000", "maxConnections": "100000"}
+
+
+def thread_connector(ctx: HostContext) -> dict[str, str]:
+    """The original's rule: worker threads = online CPUs − 1 (the poller takes one)."""
+    return sweep_connector(max(1, len(ctx.baseline_cpus) - 1))
+
+
+# --- XML shown on the pages -------------------------------------------------------
+def element(tag: str, attrs: dict, indent: str = "    ") -> str:
+    """``<tag a="1"\n     b="2" />`` with one attribute per line, as Tomcat's own files do."""
+    pad = indent + " " * (len(tag) + 2)
+    items = list(attrs.items())
+    first = f'{indent}<{tag} {items[0][0]}="{items[0][1]}"'
+    rest = [f'{pad}{k}="{v}"' for k, v in items[1:]]
+    return "\n".join([first, *rest]) + " />"
+
+
+def access_log_valve_xml() -> str:
+    """The element the access-log variant removes from ``conf/server.xml``."""
+    return element("Valve", ACCESS_LOG_VALVE, indent="        ")
+
+
+def connector_xml(attrs: dict | None = None) -> str:
+    return element("Connector", {**STOCK_CONNECTOR, **(attrs or {})})
+
+
+# --- Tomcat and the load ------------------------------------------------------------
+def start_lines(ctx: HostContext) -> str:
+    return (f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
+            f"{ctx.raise_nofile}\n"
+            f"{ctx.tomcat_home}/bin/startup.sh")
+
+
+def restart(ctx: HostContext) -> Block:
+    return Block("restart-tomcat", "server",
+                 "Restart Tomcat: wait for the old JVM to exit, raise the open-file limit, start",
+                 f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
+                 f"{ctx.tomcat_home}/bin/shutdown.sh 10 -force >/dev/null 2>&1\n"
+                 f"{ctx.raise_nofile}\n"
+                 f"{ctx.tomcat_home}/bin/startup.sh")
+
+
+def warm_up(ctx: HostContext) -> list[Block]:
+    """The JIT warm-up before each measurement (none when the context has no warm-up)."""
+    if not ctx.warmup_s:
+        return []
+    return [Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
+                  ctx.load_command(duration_s=ctx.warmup_s))]
+
+
+def load_blocks(ctx: HostContext) -> list[Block]:
+    """The warm-up (if any) and the measured load."""
+    title = ("Drive the servlet at a constant offered rate" if ctx.open_loop else
+             "Drive the servlet as fast as it answers (closed loop: Debian's wrk has no -R)")
+    return warm_up(ctx) + [Block("load", "client", title, ctx.load_command())]
+
+
+# --- host changes ---------------------------------------------------------------------
+def grub(block_id: str, title: str, cmdline: str) -> Block:
+    """Append the IOMMU parameters through a drop-in file: existing parameters stay, and
+    removing the file (then update-grub) undoes the change."""
+    return Block(block_id, "server", title,
+                 f"echo 'GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX {cmdline}\"' | sudo tee {GRUB_DROP_IN}\n"
+                 "sudo update-grub && sudo reboot",
+                 disruptive=True)
+
+
+def set_cpus(cpus: Iterable[int], online: bool) -> str:
+    return (f"for no in {brace_ranges(cpus)}; do sudo bash -c "
+            f"\"echo {1 if online else 0} > /sys/devices/system/cpu/cpu${{no}}/online\"; done")
+
+
+def offline_all_but(ctx: HostContext, keep: tuple[int, ...]) -> str:
+    others = [c for c in range(ctx.total_cpus) if c not in set(keep)]
+    return set_cpus(others, online=False)
+
+
+def move_cpus(ctx: HostContext) -> Block:
+    return Block("move-cpus", "server",
+                 f"Bring CPUs {cpu_ranges(ctx.numa_cpus)} online and take every other CPU offline",
+                 set_cpus(ctx.numa_cpus, online=True) + "\n" + offline_all_but(ctx, ctx.numa_cpus),
+                 disruptive=True)
+
+
+def set_queues(ctx: HostContext) -> Block:
+    return Block("set-queues", "server", f"Set {ctx.nic_queues} combined queues on {ctx.nic}",
+                 f"sudo ethtool -L {ctx.nic} combined {ctx.nic_queues}", disruptive=True)
+
+
+# --- verification commands -------------------------------------------------------------
+VERIFY_COMMANDS = {
+    "tomcat-version": lambda ctx: f"{ctx.tomcat_home}/bin/version.sh",
+    "dmesg-iommu": lambda ctx: "sudo dmesg | grep iommu",
+    "lscpu": lambda ctx: "lscpu",
+    "ethtool-l": lambda ctx: f"ethtool -l {ctx.nic}",
+    "numactl-h": lambda ctx: "numactl -H",
+    "nic-numa-node": lambda ctx: f"cat /sys/class/net/{ctx.nic}/device/numa_node",
+    "java-version": lambda ctx: f"{ctx.java_home + '/bin/' if ctx.java_home else ''}java -version 2>&1",
+    "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
+    "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
+    "load-generator-versions": lambda ctx: "wrk2 -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "
+                                           "jmeter --version 2>&1 | tail -1",
+}
+
+
+def verify_command(name: str, ctx: HostContext | None = None) -> str:
+    from tunepath.errors import TunepathError
+
+    try:
+        return VERIFY_COMMANDS[name](ctx or HostContext())
+    except KeyError:
+        raise TunepathError(f"unknown verification {name!r}") from None

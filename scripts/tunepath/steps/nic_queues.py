@@ -1,0 +1,37 @@
+"""Step: as many NIC queues as online CPUs."""
+
+from __future__ import annotations
+
+from tunepath.live.tomcatconf import TomcatConfig
+from tunepath.model.context import HostContext
+from tunepath.model.plan import Block, Variant
+from tunepath.steps.base import Step
+from tunepath.steps.baseline import tuned
+from tunepath.steps.commands import load_blocks, restart, set_queues
+
+__all__ = ["STEP"]
+
+
+class NicQueues(Step):
+    name = "nic-queues"
+    title = "Match NIC queues to online CPUs"
+    kind = "tuning"
+    why = ("Reduces the NIC's combined queues to the number of online CPUs, so that every queue's interrupts land on a CPU that is actually online.")
+    variants = (Variant("queues-8", "8 NIC queues", "ethtool -L combined 8"),)
+    verifications = ("ethtool-l",)
+    probes = ("show-queues",)
+    disruptive_needs = {"queues-8": ("set-queues",)}
+
+    def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
+        return tuned(ctx) if variant == "queues-8" else super().config(variant, ctx)
+
+    def plan(self, ctx: HostContext) -> list[Block]:
+        return [
+            Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {ctx.nic}"),
+            set_queues(ctx),
+            restart(ctx),
+            *load_blocks(ctx),
+        ]
+
+
+STEP = NicQueues()

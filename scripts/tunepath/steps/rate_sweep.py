@@ -1,0 +1,133 @@
+"""Step: the rate sweep — wrk2 at rising offered rates, capacity read at a latency objective."""
+
+from __future__ import annotations
+
+from tunepath.analysis.sweep import SweepPoint, capacity as read_capacity
+from tunepath.live.tomcatconf import TomcatConfig
+from tunepath.model.context import HostContext
+from tunepath.model.plan import Block, Variant
+from tunepath.publish import formatting as fmt
+from tunepath.steps.base import Step
+from tunepath.steps.commands import restart
+
+__all__ = ["STEP", "rate_of"]
+
+
+def rate_of(variant: str) -> int | None:
+    """``rate-5000`` → 5000."""
+    head, _, tail = variant.rpartition("-")
+    return int(tail) if head == "rate" and tail.isdigit() else None
+
+
+class RateSweep(Step):
+    name = "rate-sweep"
+    title = "Rate sweep: capacity at a latency objective"
+    kind = "sweep"
+    why = ("wrk2 offers a constant rate (open loop) and corrects its latencies for coordinated omission. Driving "
+           "one JVM at rising rates shows where queueing starts: the latency percentiles stay flat while the "
+           "server keeps up and climb steeply past capacity. The capacity worth quoting is the highest offered "
+           "rate that still meets a latency objective (default p99 ≤ 10 ms, the parameters `slo_ms` and "
+           "`slo_percentile`), beside the maximum throughput. Misses below that rate are flagged as suspected "
+           "noise, to be repeated.\n\nA live sweep needs wrk2; with Debian's wrk (closed loop) the step is "
+           "recorded as skipped. The recorded sweep of this project's sandbox replays here.")
+    notebook_parameters = (("slo_ms", "10.0", "the rate sweep's latency objective, in ms"),
+                           ("slo_percentile", '"99"', "… at this percentile"))
+    notebook_cells = (
+        ("markdown", "## Capacity at the objective"),
+        ("code", "pipeline.analysis(result)"),
+    )
+
+    def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
+        return tuple(Variant(f"rate-{r}", f"{r:,} req/s offered", f"wrk2 at a constant {r:,} req/s")
+                     for r in ctx.rates)
+
+    def label(self, variant: str, ctx: HostContext) -> str:
+        r = rate_of(variant)
+        return f"{r:,} req/s offered" if r is not None else variant
+
+    def sort_key(self, variant: str, ctx: HostContext) -> tuple:
+        r = rate_of(variant)
+        return (0, r, variant) if r is not None else super().sort_key(variant, ctx)
+
+    def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
+        if rate_of(variant):
+            return TomcatConfig()       # stock Tomcat, as in the recorded reference sweep
+        return super().config(variant, ctx)
+
+    def plan(self, ctx: HostContext) -> list[Block]:
+        blocks = [restart(ctx)]
+        if ctx.warmup_s:
+            blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s at "
+                                f"{ctx.warmup_rate:,} req/s (not measured)",
+                                ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
+        for v in self.variants_for(ctx):
+            blocks.append(Block(f"load-{v.name}", "client", f"Offer {v.label} (the same JVM, rates in rising order)",
+                                ctx.sweep_command(rate_of(v.name)), variant=v.name))
+        return blocks
+
+    # --- live: one JVM through the whole sweep, from one client ------------------------------
+    def skip_reasons(self, session, variant: Variant) -> list[str]:
+        if session.tool.open_loop:
+            return []
+        return [f"a rate sweep needs wrk2 (open loop, a constant offered rate); the client has "
+                f"{session.tool.name}, which is closed loop (build wrk2 with --build-wrk2 on an x86_64 client)"]
+
+    def multi_client(self, variant: str) -> bool:
+        return False        # the offered rate is the one on its command line
+
+    def measure(self, session, variants: list[str]) -> None:
+        """Restart and warm up once, then each rate, rising."""
+        from tunepath.live.measure import measure
+        from tunepath.live.session import progress
+
+        for i, variant in enumerate(variants):
+            progress(f"{self.name}: rate {i + 1}/{len(variants)} ({variant})")
+            measure(session, self, variant, restart=i == 0, keep_running=i < len(variants) - 1)
+
+    # --- analysis and charts ------------------------------------------------------------
+    def capacity(self, result, run):
+        """The sweep of ``run`` read at the result's latency objective (a ``sweep.Capacity``)."""
+        rows = result.frame[result.frame.run_id == run.run_id].sort_values("offered_rate")
+        points = [SweepPoint(r["offered_rate"], r["requests_per_sec"],
+                             {"50": r["p50_ms"], "90": r["p90_ms"], "99": r["p99_ms"], "99.9": r["p99.9_ms"]},
+                             r["label"]) for r in rows.to_dict("records") if r["offered_rate"]]
+        if not points:
+            return None
+        return read_capacity(points, slo_ms=result.options["slo_ms"], percentile=result.options["slo_percentile"])
+
+    def analysis(self, result, run) -> dict | None:
+        cap = self.capacity(result, run)
+        if cap is None:
+            return None
+        rate = fmt.offered
+        rows = sorted(result.frame[result.frame.run_id == run.run_id].to_dict("records"),
+                      key=lambda r: r["offered_rate"] or 0)
+        return {
+            "slo_ms": cap.slo_ms, "percentile": cap.percentile,
+            "capacity_rate": cap.capacity_rate, "max_throughput": cap.max_throughput,
+            "sentence": cap.sentence(),
+            "display": {"objective": f"p{cap.percentile} ≤ {cap.slo_ms:g} ms",
+                        "capacity_rate": rate(cap.capacity_rate),
+                        "capacity_achieved": fmt.rate(cap.capacity_achieved),
+                        "capacity_latency": fmt.latency(cap.capacity_latency_ms),
+                        "max_throughput": fmt.rate(cap.max_throughput),
+                        "max_throughput_offered": rate(cap.max_throughput_offered),
+                        "first_violation": rate(cap.first_violation),
+                        "sustained_rate": rate(cap.sustained_rate),
+                        "suspect": ", ".join(rate(v) for v in cap.suspect)},
+            "meets": {r["variant"]: ok for r, ok in zip(rows, cap.meets)},
+        }
+
+    def charts(self, result, static) -> list:
+        from tunepath.publish.charts import rate_sweep_chart
+
+        out = []
+        for run in result.runs:
+            rows = result.frame[result.frame.run_id == run.run_id].to_dict("records")
+            cap = self.capacity(result, run) if rows else None
+            if cap is not None:
+                out.append(rate_sweep_chart(rows, cap, static, f"rate-sweep-{run.run_id}", run.run_id))
+        return out
+
+
+STEP = RateSweep()
