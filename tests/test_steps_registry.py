@@ -148,6 +148,7 @@ def test_a_toy_step_is_one_module_one_order_line_and_one_page(tmp_path):
     """Add a step after the proxy step in a copy of the project: the build renders its page
     between the proxy and the thread sweep, and every later step moves down one."""
     project = tmp_path / "project"
+    project.mkdir()
     for name in ("config.toml", "content", "layouts", "static", "notebooks", "runs"):
         src = ROOT / name
         (shutil.copytree(src, project / name, ignore=shutil.ignore_patterns("charts", "notebooks")

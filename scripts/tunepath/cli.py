@@ -203,6 +203,35 @@ def _host_args(sp) -> None:
                     help="a JDK on the server to run Tomcat with (virtual threads need 21 or later)")
 
 
+def _add_run(sub) -> None:
+    """``tunepath run``: its many options, apart from make_parser."""
+    sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
+    _host_args(sp)
+    sp.add_argument("--steps", default=None, help="comma-separated steps (default: all but the summary)")
+    sp.add_argument("--profile", default="quick", help="smoke (seconds, tests), quick (default), full (original)")
+    sp.add_argument("--repetitions", type=_positive_int, default=None, metavar="N",
+                    help="at least N interleaved repetitions per configuration (default: the profile's)")
+    sp.add_argument("--max-repetitions", type=_positive_int, default=None, metavar="N",
+                    help="at most N repetitions (default: the profile's)")
+    sp.add_argument("--ci-target", type=float, default=None, metavar="PCT",
+                    help="stop repeating once every 95 %% interval is within ±PCT %% of its median (default 5)")
+    sp.add_argument("--step-budget", type=float, default=None, metavar="SECONDS",
+                    help="stop repeating when a step has used this long (default: the profile's)")
+    sp.add_argument("--first-client-only", action="store_true",
+                    help="with several clients in the inventory, drive the load from the first only")
+    sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
+    sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
+    sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
+    sp.add_argument("--build-wrk2", action="store_true",
+                    help="build wrk2 from source on the client if it is missing (needs internet; x86_64 only)")
+    sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
+    sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
+    sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")
+    sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
+    sp.add_argument("--no-build", action="store_true", help="record the run only")
+    sp.set_defaults(func=_cmd_run)
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tunepath", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"tunepath {__version__}")
@@ -240,31 +269,7 @@ def make_parser() -> argparse.ArgumentParser:
                          "package are unchanged since the last build (the cache is refreshed)")
     sp.set_defaults(func=_cmd_build)
 
-    sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
-    _host_args(sp)
-    sp.add_argument("--steps", default=None, help="comma-separated steps (default: all but the summary)")
-    sp.add_argument("--profile", default="quick", help="smoke (seconds, tests), quick (default), full (original)")
-    sp.add_argument("--repetitions", type=_positive_int, default=None, metavar="N",
-                    help="at least N interleaved repetitions per configuration (default: the profile's)")
-    sp.add_argument("--max-repetitions", type=_positive_int, default=None, metavar="N",
-                    help="at most N repetitions (default: the profile's)")
-    sp.add_argument("--ci-target", type=float, default=None, metavar="PCT",
-                    help="stop repeating once every 95 %% interval is within ±PCT %% of its median (default 5)")
-    sp.add_argument("--step-budget", type=float, default=None, metavar="SECONDS",
-                    help="stop repeating when a step has used this long (default: the profile's)")
-    sp.add_argument("--first-client-only", action="store_true",
-                    help="with several clients in the inventory, drive the load from the first only")
-    sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
-    sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
-    sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
-    sp.add_argument("--build-wrk2", action="store_true",
-                    help="build wrk2 from source on the client if it is missing (needs internet; x86_64 only)")
-    sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
-    sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
-    sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")
-    sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
-    sp.add_argument("--no-build", action="store_true", help="record the run only")
-    sp.set_defaults(func=_cmd_run)
+    _add_run(sub)
 
     sp = sub.add_parser("compare", help="two recorded runs side by side (ratios per step, facts that differ)")
     sp.add_argument("run_a")

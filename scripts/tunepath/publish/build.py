@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tunepath.errors import TunepathError
@@ -118,61 +119,74 @@ def run_hugo(site_dir: Path, destination: Path) -> None:
         _say(f"  hugo: {ln}")
 
 
+@dataclass
+class Progress:
+    """What the build has done so far (for its progress lines and last-build.json)."""
+
+    names: list[str]
+    executed: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    run_time: float = 0.0
+
+
+def _replay(i: int, step, site_dir: Path, runs_dir: Path, notebooks_dir: Path, run_ids, inputs,
+            use_cache: bool, done: Progress) -> None:
+    """Execute one step's notebook unless the cache says its outputs are still current."""
+    n = len(done.names)
+    parameters = step_parameters(site_dir, runs_dir, run_ids)
+    source = notebooks_dir / step.notebook
+    key = cache.StepKey("missing", "", "", "") if not source.is_file() else inputs.key_for(source, parameters)
+    if use_cache:
+        verdict = cache.check(site_dir, step.name, key)
+        if verdict.fresh:
+            done.reused.append(step.name)
+            _say(f"[{i}/{n}] {step.name}: {cache.UNCHANGED}")
+            return
+        why = verdict.why()
+    else:
+        why = "cache off (--no-cache)"
+    done.reasons[step.name] = why
+    t0 = time.monotonic()
+    _say(f"[{i}/{n}] {step.name}: executing {step.notebook} (replay; {why})")
+    cache.drop_manifest(site_dir, step.name)    # a failure below leaves no manifest claiming success
+    before = cache.snapshot_outputs(site_dir)
+    executed_nb = execute_step(step.name, site_dir, runs_dir, run_ids, notebooks_dir=notebooks_dir)
+    render_html(executed_nb, f"{step.title} — executed notebook")
+    took = time.monotonic() - t0
+    cache.record(site_dir, step.name, key, cache.step_outputs(site_dir, step.data_file, step.notebook, before),
+                 parameters, took)
+    done.executed.append(step.name)
+    done.run_time += took
+    left = done.run_time / len(done.executed) * (n - i)
+    _say(f"[{i}/{n}] {step.name}: done in {took:.1f} s (at most about {left:.0f} s left)")
+
+
 def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps: list[str] | None = None,
                with_hugo: bool = True, destination: str | Path | None = None,
                run_ids: list[str] | None = None, use_cache: bool = True,
                notebooks_dir: Path | None = None) -> Path:
     """Replay every step and build the site; returns the Hugo output directory.
 
-    With ``use_cache`` a step whose notebook, parameters, runs and package are unchanged
-    since its last successful execution into this site directory (and whose outputs are
-    intact) is not executed again. Without it every step executes; the cache is still
-    refreshed for the next build.
+    The project (site sources, notebooks/, runs/) is :func:`tunepath.project.project_dir`;
+    ``site_dir`` defaults to it. With ``use_cache`` a step whose notebook, parameters, runs
+    and package are unchanged since its last successful execution into this site directory
+    (and whose outputs are intact) is not executed again. Without it every step executes;
+    the cache is still refreshed for the next build.
     """
     project = project_dir()
     site_dir = prepare_site_dir(Path(site_dir) if site_dir else project, project)
     runs_dir = Path(runs_dir) if runs_dir else project / "runs"
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else project / "notebooks"
-    names = steps or list(REGISTRY.names)
-    for name in names:
-        REGISTRY.get(name)
+    chosen = [REGISTRY.get(name) for name in steps] if steps else list(REGISTRY)
     write_json(site_dir / "data" / "path.json", REGISTRY.to_data())   # the pages' order and numbers
     started = time.monotonic()
     (site_dir / "build" / "last-build.json").unlink(missing_ok=True)   # rewritten when the build succeeds
     inputs = cache.BuildInputs.collect(runs_dir)   # the runs and the package, hashed once
-    executed: list[str] = []
-    reused: list[str] = []
-    reasons: dict[str, str] = {}
-    run_time = 0.0
-    for i, name in enumerate(names, 1):
-        s = REGISTRY.get(name)
-        source = notebooks_dir / s.notebook
-        parameters = step_parameters(site_dir, runs_dir, run_ids)
-        key = cache.StepKey("missing", "", "", "") if not source.is_file() else inputs.key_for(source, parameters)
-        if use_cache:
-            verdict = cache.check(site_dir, name, key)
-            if verdict.fresh:
-                reused.append(name)
-                _say(f"[{i}/{len(names)}] {name}: {cache.UNCHANGED}")
-                continue
-            why = verdict.why()
-        else:
-            why = "cache off (--no-cache)"
-        reasons[name] = why
-        t0 = time.monotonic()
-        _say(f"[{i}/{len(names)}] {name}: executing {s.notebook} (replay; {why})")
-        cache.drop_manifest(site_dir, name)    # a failure below leaves no manifest claiming success
-        before = cache.snapshot_outputs(site_dir)
-        executed_nb = execute_step(name, site_dir, runs_dir, run_ids, notebooks_dir=notebooks_dir)
-        render_html(executed_nb, f"{s.title} — executed notebook")
-        took = time.monotonic() - t0
-        cache.record(site_dir, name, key, cache.step_outputs(site_dir, s.data_file, s.notebook, before),
-                     parameters, took)
-        executed.append(name)
-        run_time += took
-        left = run_time / len(executed) * (len(names) - i)
-        _say(f"[{i}/{len(names)}] {name}: done in {took:.1f} s (at most about {left:.0f} s left)")
-    _say(f"notebooks: {len(executed)} executed, {len(reused)} unchanged"
+    done = Progress([s.name for s in chosen])
+    for i, step in enumerate(chosen, 1):
+        _replay(i, step, site_dir, runs_dir, notebooks_dir, run_ids, inputs, use_cache, done)
+    _say(f"notebooks: {len(done.executed)} executed, {len(done.reused)} unchanged"
          + ("" if use_cache else " (cache off)"))
     dest = Path(destination) if destination else site_dir / "public"
     hugo_s = None
@@ -184,8 +198,8 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
         _say(f"site built in {time.monotonic() - started:.1f} s: {dest}")
     _write_last_build(site_dir, {
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "use_cache": use_cache, "steps": names, "executed": executed, "unchanged": reused,
-        "reasons": reasons, "hashing_s": round(inputs.hashing_s, 3),
+        "use_cache": use_cache, "steps": done.names, "executed": done.executed, "unchanged": done.reused,
+        "reasons": done.reasons, "hashing_s": round(inputs.hashing_s, 3),
         "hugo_s": round(hugo_s, 3) if hugo_s is not None else None,
         "wall_s": round(time.monotonic() - started, 3)})
     return dest
