@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tunepath.bench_report import render
 from tunepath.project import project_dir
 
 __all__ = ["bench_builds", "bench_parse", "bench_overhead", "main"]
@@ -210,10 +211,8 @@ def _notebook_duration(run_dir: Path, step: str) -> float | None:
     return None
 
 
-def bench_overhead(runs_dir: Path | None = None) -> dict:
-    """Per live run and step: wall, load, other commands, overhead = wall − load."""
-    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
-    runs = []
+def _live_records(runs_dir: Path):
+    """``(run directory, run record)`` of every live run under ``runs_dir``, by name."""
     for meta in sorted(runs_dir.glob("*/run.json")):
         if meta.parent.name.startswith("."):
             continue
@@ -221,59 +220,91 @@ def bench_overhead(runs_dir: Path | None = None) -> dict:
             record = json.loads(meta.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if record.get("kind") != "live":
-            continue
+        if record.get("kind") == "live":
+            yield meta.parent, record
+
+
+def _step_order(blocks: list[dict], timings: dict) -> list[str]:
+    """The run's steps in the order their blocks were recorded, then those with timings only."""
+    order: list[str] = []
+    for name in [b.get("step") for b in blocks] + list(timings):
+        if name and name not in order:
+            order.append(name)
+    return order
+
+
+def _step_wall(run_dir: Path, step: str, timings: dict) -> tuple[float | None, str]:
+    """The step's wall seconds, and where they come from."""
+    wall = (timings.get(step) or {}).get("wall_s")
+    if isinstance(wall, (int, float)):
+        return wall, "recorded (step_timings)"
+    wall = _notebook_duration(run_dir, step)
+    return wall, ("estimated (Papermill duration of the run's executed notebook)"
+                  if wall is not None else "not recorded")
+
+
+def _unrecorded_warmups(step: str, mine: list[dict]) -> tuple[int, int, float]:
+    """``(repeated load blocks, warm-ups not kept, their estimated seconds)`` of one step.
+
+    Repetitions after the first restart Tomcat and warm up again; runs recorded before
+    live.py kept every repetition's blocks hold the first repetition's only: estimate
+    the warm-ups not kept (one per repeated load block, at the mean warm-up duration)."""
+    warmups = [b["duration_s"] for b in mine if b.get("block") == "warm-up"]
+    repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""))
+                   and b.get("block") != "warm-up" and (b.get("repetition") or 1) > 1)
+    # runs recorded since every repetition's blocks are kept need no estimate
+    kept = sum(1 for b in mine if b.get("block") == "warm-up" and (b.get("repetition") or 1) > 1)
+    unrecorded = max(0, repeated - kept) if warmups else 0
+    unrecorded_s = sum(warmups) / len(warmups) * unrecorded if warmups else 0.0
+    return repeated, unrecorded, unrecorded_s
+
+
+def _step_overhead(run_dir: Path, step: str, blocks: list[dict], timings: dict) -> dict:
+    """One step's row: wall, load, other blocks, overhead (plain and adjusted)."""
+    mine = [b for b in blocks if b.get("step") == step and isinstance(b.get("duration_s"), (int, float))]
+    load = sum(b["duration_s"] for b in mine if _load_block(step, b.get("block", "")))
+    other = sum(b["duration_s"] for b in mine if not _load_block(step, b.get("block", "")))
+    wall, source = _step_wall(run_dir, step, timings)
+    repeated, unrecorded, unrecorded_s = _unrecorded_warmups(step, mine)
+    row = {"step": step, "wall_s": wall, "wall_source": source, "load_s": round(load, 3),
+           "other_blocks_s": round(other, 3), "repeated_loads": repeated,
+           "unrecorded_warmups": unrecorded, "unrecorded_warmup_s_est": round(unrecorded_s, 3),
+           "timestamps_in_blocks": any("started" in b or "finished" in b for b in mine)}
+    if wall is not None:
+        row["overhead_s"] = round(wall - load, 3)
+        row["overhead_pct"] = round((wall - load) / wall * 100, 1) if wall > 0 else None
+        adjusted = wall - load - unrecorded_s
+        row["overhead_adjusted_s"] = round(adjusted, 3)
+        row["overhead_adjusted_pct"] = round(adjusted / wall * 100, 1) if wall > 0 else None
+    return row
+
+
+def _run_total(steps: list[dict]) -> dict:
+    """The sums over the steps whose wall time is known."""
+    with_wall = [s for s in steps if s["wall_s"] is not None]
+    total = {"wall_s": round(sum(s["wall_s"] for s in with_wall), 3),
+             "load_s": round(sum(s["load_s"] for s in with_wall), 3),
+             "unrecorded_warmup_s_est": round(sum(s["unrecorded_warmup_s_est"] for s in with_wall), 3)}
+    total["overhead_s"] = round(total["wall_s"] - total["load_s"], 3)
+    total["overhead_adjusted_s"] = round(total["overhead_s"] - total["unrecorded_warmup_s_est"], 3)
+    return total
+
+
+def bench_overhead(runs_dir: Path | None = None) -> dict:
+    """Per live run and step: wall, load, other commands, overhead = wall − load."""
+    runs_dir = Path(runs_dir) if runs_dir else ROOT / "runs"
+    runs = []
+    for run_dir, record in _live_records(runs_dir):
         blocks = record.get("blocks") or []
         timings = record.get("step_timings") or {}
-        order: list[str] = []
-        for name in [b.get("step") for b in blocks] + list(timings):
-            if name and name not in order:
-                order.append(name)
-        steps = []
-        for step in order:
-            mine = [b for b in blocks if b.get("step") == step and isinstance(b.get("duration_s"), (int, float))]
-            load = sum(b["duration_s"] for b in mine if _load_block(step, b.get("block", "")))
-            other = sum(b["duration_s"] for b in mine if not _load_block(step, b.get("block", "")))
-            wall = (timings.get(step) or {}).get("wall_s")
-            source = "recorded (step_timings)"
-            if not isinstance(wall, (int, float)):
-                wall = _notebook_duration(meta.parent, step)
-                source = ("estimated (Papermill duration of the run's executed notebook)"
-                          if wall is not None else "not recorded")
-            # Repetitions after the first restart Tomcat and warm up again; runs recorded before
-            # live.py kept every repetition's blocks hold the first repetition's only: estimate
-            # the warm-ups not kept (one per repeated load block, at the mean warm-up duration).
-            warmups = [b["duration_s"] for b in mine if b.get("block") == "warm-up"]
-            repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""))
-                           and b.get("block") != "warm-up" and (b.get("repetition") or 1) > 1)
-            # runs recorded since every repetition's blocks are kept need no estimate
-            kept = sum(1 for b in mine if b.get("block") == "warm-up" and (b.get("repetition") or 1) > 1)
-            unrecorded = max(0, repeated - kept) if warmups else 0
-            unrecorded_s = sum(warmups) / len(warmups) * unrecorded if warmups else 0.0
-            row = {"step": step, "wall_s": wall, "wall_source": source, "load_s": round(load, 3),
-                   "other_blocks_s": round(other, 3), "repeated_loads": repeated,
-                   "unrecorded_warmups": unrecorded, "unrecorded_warmup_s_est": round(unrecorded_s, 3),
-                   "timestamps_in_blocks": any("started" in b or "finished" in b for b in mine)}
-            if wall is not None:
-                row["overhead_s"] = round(wall - load, 3)
-                row["overhead_pct"] = round((wall - load) / wall * 100, 1) if wall > 0 else None
-                adjusted = wall - load - unrecorded_s
-                row["overhead_adjusted_s"] = round(adjusted, 3)
-                row["overhead_adjusted_pct"] = round(adjusted / wall * 100, 1) if wall > 0 else None
-            steps.append(row)
-        with_wall = [s for s in steps if s["wall_s"] is not None]
-        total = {"wall_s": round(sum(s["wall_s"] for s in with_wall), 3),
-                 "load_s": round(sum(s["load_s"] for s in with_wall), 3),
-                 "unrecorded_warmup_s_est": round(sum(s["unrecorded_warmup_s_est"] for s in with_wall), 3)}
-        total["overhead_s"] = round(total["wall_s"] - total["load_s"], 3)
-        total["overhead_adjusted_s"] = round(total["overhead_s"] - total["unrecorded_warmup_s_est"], 3)
-        runs.append({"run_id": record.get("run_id", meta.parent.name), "profile": record.get("profile"),
+        steps = [_step_overhead(run_dir, step, blocks, timings) for step in _step_order(blocks, timings)]
+        runs.append({"run_id": record.get("run_id", run_dir.name), "profile": record.get("profile"),
                      "started": record.get("started"), "finished": record.get("finished"),
-                     "steps": steps, "total_with_wall": total})
+                     "steps": steps, "total_with_wall": _run_total(steps)})
     return {"runs": runs}
 
 
-# --- report -------------------------------------------------------------------------------
+# --- the results: machine, JSON file and table (the table: tunepath.bench_report) -----------
 
 def _machine() -> dict:
     model = None
@@ -286,71 +317,6 @@ def _machine() -> dict:
         pass
     return {"cpus": os.cpu_count(), "arch": platform.machine(), "cpu": model,
             "python": platform.python_version(), "system": f"{platform.system()} {platform.release()}"}
-
-
-def _fmt(value, spec: str = ".1f", none: str = "—") -> str:
-    return none if value is None else format(value, spec)
-
-
-def render(result: dict) -> str:
-    lines = []
-    m = result["machine"]
-    lines.append(f"tunepath {result['version']} benchmarks — {result['date']} — {m['cpus']} CPUs "
-                 f"({m['arch']}{', ' + m['cpu'] if m['cpu'] else ''}), Python {m['python']}"
-                 + (" — quick" if result["quick"] else ""))
-    b = result.get("build")
-    if b:
-        lines += ["", f"Replay build (steps: {b['steps'] if isinstance(b['steps'], str) else ','.join(b['steps'])}"
-                      f"{', Hugo' if b['hugo'] else ', no Hugo'})",
-                  f"  {'build':<6} {'wall s':>8} {'executed':>9} {'unchanged':>10} {'hugo s':>7}  status"]
-        for run in (b["cold"], b["warm"]):
-            if run is None:
-                lines.append(f"  {'warm':<6} {'—':>8}  not run (the cold build failed)")
-                continue
-            status = "ok" if run["exit_status"] == 0 else f"FAILED (exit {run['exit_status']})"
-            lines.append(f"  {run['label']:<6} {run['wall_s']:>8.1f} {_fmt(run.get('executed'), 'd'):>9} "
-                         f"{_fmt(run.get('unchanged'), 'd'):>10} {_fmt(run.get('hugo_s')):>7}  {status}")
-            if run.get("error"):
-                lines.append(f"         {run['error'].splitlines()[-1][:300]}")
-    p = result.get("parse")
-    if p:
-        lines += [""]
-        if "error" in p:
-            lines.append(f"Parse throughput: {p['error']}")
-        else:
-            lines += [f"Parse throughput ({p['files']} reports, {p['bytes_per_pass'] / 1024:.0f} KiB a pass; "
-                      f"{p['not_reports']} non-report files left out)",
-                      f"  {'mode':<26} {'reports/s':>10} {'MB/s':>7} {'µs/report':>10}"]
-            for label, what in (("file", "parse_report_file (disk)"), ("memory", "parse_report (in memory)")):
-                r = p[label]
-                lines.append(f"  {what:<26} {r['reports_per_s']:>10.0f} {r['mb_per_s']:>7.2f} {r['us_per_report']:>10.0f}")
-            lines += [f"  note: {n}" for n in p["notes"]]
-    o = result.get("overhead")
-    if o is not None:
-        lines += ["", "Orchestration overhead of live steps (overhead = wall − recorded load, warm-up and smoke-test "
-                      "blocks; adjusted: also minus the estimated warm-ups of repetitions 2… the record leaves out)"]
-        if not o["runs"]:
-            lines.append("  no live runs recorded")
-        for run in o["runs"]:
-            lines.append(f"  {run['run_id']} (profile {run['profile']})")
-            lines.append(f"    {'step':<16} {'wall s':>7} {'load s':>7} {'other s':>7} {'overhead s':>10} {'%':>5}"
-                         f" {'+warm-ups s':>11} {'adjusted s':>10} {'%':>5}  wall from")
-            for s in run["steps"]:
-                if s["wall_s"] is None:
-                    lines.append(f"    {s['step']:<16} {'not recorded':>7} {s['load_s']:>7.1f} {s['other_blocks_s']:>7.1f}")
-                    continue
-                src = "step_timings" if s["wall_source"].startswith("recorded") else "notebook (estimate)"
-                extra = (f"{s['unrecorded_warmup_s_est']:>7.1f} ({s['unrecorded_warmups']})"
-                         if s["unrecorded_warmups"] else "—")
-                lines.append(f"    {s['step']:<16} {s['wall_s']:>7.1f} {s['load_s']:>7.1f} {s['other_blocks_s']:>7.1f} "
-                             f"{s['overhead_s']:>10.1f} {_fmt(s['overhead_pct']):>5} {extra:>11} "
-                             f"{s['overhead_adjusted_s']:>10.1f} {_fmt(s['overhead_adjusted_pct']):>5}  {src}")
-            t = run["total_with_wall"]
-            pct = (lambda v: _fmt(v / t["wall_s"] * 100 if t["wall_s"] else None))
-            lines.append(f"    {'total':<16} {t['wall_s']:>7.1f} {t['load_s']:>7.1f} {'':>7} {t['overhead_s']:>10.1f} "
-                         f"{pct(t['overhead_s']):>5} {t['unrecorded_warmup_s_est']:>11.1f} "
-                         f"{t['overhead_adjusted_s']:>10.1f} {pct(t['overhead_adjusted_s']):>5}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

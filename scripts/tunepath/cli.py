@@ -86,7 +86,7 @@ def _cmd_compare(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    print(f"A: {a.run_id} ({a.server['name']})   B: {b.run_id} ({b.server['name']})")
+    print(f"A: {a.run_id} ({a.server.name})   B: {b.run_id} ({b.server.name})")
     if not doc["steps"]:
         print("no configuration measured by both runs")
     for step in doc["steps"]:

@@ -77,7 +77,7 @@ def _load(runs_dir, run_ids) -> list[Run]:
         run_ids = [r.strip() for r in run_ids.split(",") if r.strip()]
     if run_ids is None or len(run_ids) == 0:
         # every run, except failed ones: they stay in runs/ as evidence, not on the pages
-        runs = [r for r in store.load_all() if r.record["status"] != "failed"]
+        runs = [r for r in store.load_all() if r.info.status != "failed"]
     else:
         runs = store.load_all(list(run_ids))
     # the published reference runs first (the pages' prose describes them), then live runs
@@ -131,7 +131,7 @@ def analysis(result: StepResult) -> dict:
 def show_commands(result: StepResult) -> None:
     """Print the step's exact commands for each run's hosts: what its page shows."""
     for run in result.runs:
-        print(f"### {run.run_id} (server {run.server['name']})")
+        print(f"### {run.run_id} (server {run.server.name})")
         for block in result.commands(run.run_id):
             print(f"# [{block.id}] on the {block.host}: {block.title}")
             print(block.text, end="\n\n")

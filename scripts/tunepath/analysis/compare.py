@@ -52,7 +52,7 @@ def fact_rows(a: Run, b: Run) -> list[dict]:
     rows = [{"group": "setting", "key": "same_machine", "label": "server and client on one machine",
              "a": _show(a.same_machine), "b": _show(b.same_machine)}]
     for role in ("server", "client"):
-        fa, fb = a.record["hosts"][role]["facts"], b.record["hosts"][role]["facts"]
+        fa, fb = getattr(a, role).facts, getattr(b, role).facts
         for key in FACT_KEYS:
             if role == "client" and key in SERVER_ONLY_FACTS:
                 continue
@@ -119,9 +119,8 @@ def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
 
 
 def _run_summary(run: Run) -> dict:
-    return {"run_id": run.run_id, "label": run.record.get("label", run.run_id), "kind": run.kind,
-            "kind_label": run.record.get("kind_label"),
-            "server": run.server["name"], "same_machine": run.same_machine}
+    return {"run_id": run.run_id, "label": run.info.label, "kind": run.kind, "kind_label": run.info.kind_label,
+            "server": run.server.name, "same_machine": run.same_machine}
 
 
 def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:

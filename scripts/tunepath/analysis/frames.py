@@ -131,10 +131,9 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
     (``path``: the step registry, which labels and orders the measurements)."""
     rows = []
     for run in runs:
-        client_cpus = (run.client.get("facts") or {}).get("cpus")
-        server_cpus = (run.server.get("facts") or {}).get("cpus")
+        client_cpus, server_cpus = run.client.facts.get("cpus"), run.server.facts.get("cpus")
         for m in run.measurements:
-            extra = run.record_measurement(m.step, m.variant, m.repetition)
+            extra = m.live.to_data()
             clients, merge_info, reports = [], None, None
             if len(m.parts) > 1:
                 flat, reports, clients, merge_info = _combined(m, extra.get("parts", []))

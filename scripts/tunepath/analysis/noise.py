@@ -79,95 +79,130 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_rate: float | None,
-              server_cpus: int | None, client_cpus: int | None, same_machine: bool,
-              proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[dict]:
-    """The noise flags of one measurement.
+def _steal_flag(host: str, steal, t: Thresholds) -> list[dict]:
+    """CPU steal on one host above the threshold."""
+    if not (_finite(steal) and steal > t.steal_pct):
+        return []
+    return [_flag("steal", "requests_per_sec",
+                  f"CPU steal {steal:.1f} % on the {host} during the measurement (threshold "
+                  f"{t.steal_pct:g} %): a neighbour on the same physical machine took CPU time", host)]
 
-    ``report`` is the parsed load-generator report (``WrkReport``), ``entry`` the
-    measurement's run-record entry (CPU utilisation, Tomcat and client CPU seconds).
-    ``proxied``: a proxy on the server took part (its CPU time is not separated)."""
-    t = thresholds
-    out: list[dict] = []
-    util = entry.get("cpu_utilisation") or {}
-    window = entry.get("window_s") or report.duration_s
+
+def _own_cpu_s(host: str, entry: dict, same_machine: bool) -> float | None:
+    """CPU seconds on ``host`` that Tomcat and the load generator account for; None: no estimate
+    (the server without Tomcat's CPU time: nothing to subtract)."""
     tomcat_s, client_s = entry.get("tomcat_cpu_s"), entry.get("client_cpu_s")
-    server_cpus = _count_cpus(entry.get("cpus_online"), server_cpus)
+    own = 0.0
+    if host == "server" and _finite(tomcat_s):
+        own += tomcat_s
+    parts = entry.get("parts") or []
+    if host.startswith("client-") and parts:      # several clients: this host's own share
+        index = int(host.split("-")[1]) - 1
+        share = parts[index].get("client_cpu_s") if index < len(parts) else None
+        own += share if _finite(share) else 0.0
+    elif (host in ("client", "client-1") or (host == "server" and same_machine)) and _finite(client_s):
+        own += client_s             # only the hosts that drove the load ran the load generator
+    if host == "server" and not _finite(tomcat_s):
+        return None
+    return own
 
-    for host, u in util.items():
+
+def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_machine: bool,
+                       proxied: bool, t: Thresholds) -> list[dict]:
+    """Busy CPU time on one host that neither Tomcat nor the load generator accounts for."""
+    busy, steal = u.get("busy"), u.get("steal")
+    if _finite(busy) and _finite(steal):
+        busy = busy - steal           # stolen time is flagged as steal, not as other load
+    if not (_finite(busy) and _finite(window) and window > 0 and cpus):
+        return []
+    own = _own_cpu_s(host, entry, same_machine)
+    if own is None:
+        return []
+    foreign = max(0.0, busy / 100.0 * cpus * window - own) / (cpus * window) * 100.0
+    if not foreign > t.foreign_pct:
+        return []
+    proxy_here = proxied and host == "server"
+    why = ("httpd, the proxy under test, is counted here: its CPU time is not separated" if proxy_here else
+           "other processes, or kernel threads such as ksoftirqd doing network work, competed")
+    return [_flag("foreign-load", "requests_per_sec",
+                  f"{foreign:.0f} % of the {host}'s CPU time was busy outside the Tomcat and "
+                  f"load-generator processes (threshold {t.foreign_pct:g} %): {why}", host,
+                  severity="info" if proxy_here else "warning")]
+
+
+def _host_cpu_flags(entry: dict, window, server_cpus: int | None, client_cpus: int | None, *,
+                    same_machine: bool, proxied: bool, t: Thresholds) -> list[dict]:
+    """Steal and foreign load, host by host, from the CPU utilisation sampled on every host."""
+    out: list[dict] = []
+    for host, u in (entry.get("cpu_utilisation") or {}).items():
         if not isinstance(u, dict):
             continue
-        steal = u.get("steal")
-        if _finite(steal) and steal > t.steal_pct:
-            out.append(_flag("steal", "requests_per_sec",
-                             f"CPU steal {steal:.1f} % on the {host} during the measurement (threshold "
-                             f"{t.steal_pct:g} %): a neighbour on the same physical machine took CPU time",
-                             host))
-        # busy CPU time on this host that neither Tomcat nor the load generator accounts for
+        out += _steal_flag(host, u.get("steal"), t)
         cpus = server_cpus if host == "server" else client_cpus
-        busy = u.get("busy")
-        if _finite(busy) and _finite(steal):
-            busy = busy - steal           # stolen time is flagged above, not as other load
-        if _finite(busy) and _finite(window) and window > 0 and cpus:
-            own = 0.0
-            if host == "server" and _finite(tomcat_s):
-                own += tomcat_s
-            parts = entry.get("parts") or []
-            if host.startswith("client-") and parts:      # several clients: this host's own share
-                index = int(host.split("-")[1]) - 1
-                share = parts[index].get("client_cpu_s") if index < len(parts) else None
-                own += share if _finite(share) else 0.0
-            elif (host in ("client", "client-1") or (host == "server" and same_machine)) and _finite(client_s):
-                own += client_s             # only the hosts that drove the load ran the load generator
-            if host == "server" and not _finite(tomcat_s):
-                continue                     # nothing to subtract: no estimate
-            foreign = max(0.0, busy / 100.0 * cpus * window - own) / (cpus * window) * 100.0
-            if foreign > t.foreign_pct:
-                why = ("httpd, the proxy under test, is counted here: its CPU time is not separated"
-                       if proxied and host == "server" else
-                       "other processes, or kernel threads such as ksoftirqd doing network work, competed")
-                out.append(_flag("foreign-load", "requests_per_sec",
-                                 f"{foreign:.0f} % of the {host}'s CPU time was busy outside the Tomcat and "
-                                 f"load-generator processes (threshold {t.foreign_pct:g} %): {why}", host,
-                                 severity="info" if proxied and host == "server" else "warning"))
+        out += _foreign_load_flag(host, u, entry, window, cpus, same_machine=same_machine, proxied=proxied, t=t)
+    return out
 
+
+def _client_saturation_flag(report, entry: dict, window, tool: str | None, client_cpus: int | None,
+                            t: Thresholds) -> list[dict]:
+    """The load generator used nearly all the CPU its threads can use."""
     threads = 1 if tool == "ab" else report.threads
+    client_s = entry.get("client_cpu_s")
     parts = entry.get("parts") or []
     if len(parts) > 1:          # several clients: judge the busiest one, not their sum
         shares = [p.get("client_cpu_s") for p in parts if _finite(p.get("client_cpu_s"))]
         client_s = max(shares) if shares else None
-    if _finite(client_s) and _finite(window) and window > 0:
-        usable = min(x for x in (threads, client_cpus) if isinstance(x, int) and x > 0) \
-            if any(isinstance(x, int) and x > 0 for x in (threads, client_cpus)) else None
-        if usable:
-            used = client_s / (window * usable) * 100.0
-            if used >= t.client_saturation_pct:
-                out.append(_flag("client-saturated", "requests_per_sec",
-                                 f"the load generator used {used:.0f} % of the {usable} CPU(s) its threads can "
-                                 f"use (threshold {t.client_saturation_pct:g} %): the client may have set the "
-                                 "pace, not the server", "client"))
+    if not (_finite(client_s) and _finite(window) and window > 0):
+        return []
+    limits = [x for x in (threads, client_cpus) if isinstance(x, int) and x > 0]
+    usable = min(limits) if limits else None
+    if not usable:
+        return []
+    used = client_s / (window * usable) * 100.0
+    if not used >= t.client_saturation_pct:
+        return []
+    return [_flag("client-saturated", "requests_per_sec",
+                  f"the load generator used {used:.0f} % of the {usable} CPU(s) its threads can "
+                  f"use (threshold {t.client_saturation_pct:g} %): the client may have set the "
+                  "pace, not the server", "client")]
 
+
+def _rate_flag(report, offered_rate: float | None, t: Thresholds) -> list[dict]:
+    """wrk2 served less than the offered rate."""
     rps = report.requests_per_sec
-    if offered_rate and _finite(rps) and rps < offered_rate * (1 - t.rate_shortfall_pct / 100.0):
-        out.append(_flag("rate-short", "requests_per_sec",
-                         f"achieved {rps:,.0f} req/s of {offered_rate:,.0f} offered "
-                         f"({rps / offered_rate * 100:.0f} %): past the server's capacity, latencies are "
-                         "queueing time"))
+    if not (offered_rate and _finite(rps) and rps < offered_rate * (1 - t.rate_shortfall_pct / 100.0)):
+        return []
+    return [_flag("rate-short", "requests_per_sec",
+                  f"achieved {rps:,.0f} req/s of {offered_rate:,.0f} offered "
+                  f"({rps / offered_rate * 100:.0f} %): past the server's capacity, latencies are "
+                  "queueing time")]
 
-    if (report.tool == "wrk2" or tool == "wrk2") and report.requests:
-        per_thread = report.req_per_sec_per_thread
-        short = (isinstance(report.threads, int) and len(report.calibration) < report.threads)
-        if short or (per_thread is not None and not _finite(per_thread.avg)):
-            out.append(_flag("calibration", "latency_p99",
-                             "wrk2's calibration did not complete (it needs about 10 s): its latency "
-                             "histogram covers only part of the run"))
 
+def _calibration_flag(report, tool: str | None) -> list[dict]:
+    """wrk2's calibration did not complete."""
+    if not ((report.tool == "wrk2" or tool == "wrk2") and report.requests):
+        return []
+    per_thread = report.req_per_sec_per_thread
+    short = (isinstance(report.threads, int) and len(report.calibration) < report.threads)
+    if not (short or (per_thread is not None and not _finite(per_thread.avg))):
+        return []
+    return [_flag("calibration", "latency_p99",
+                  "wrk2's calibration did not complete (it needs about 10 s): its latency "
+                  "histogram covers only part of the run")]
+
+
+def _duration_flag(report, command: str, tool: str | None, t: Thresholds) -> list[dict]:
+    """The measured duration is far from the requested one."""
     wanted = requested_duration(command, tool)
     got = report.duration_s
-    if wanted and _finite(got) and abs(got - wanted) > t.duration_tolerance_pct / 100.0 * wanted:
-        out.append(_flag("duration", "requests_per_sec",
-                         f"measured for {got:g} s of the {wanted:g} s requested"))
+    if not (wanted and _finite(got) and abs(got - wanted) > t.duration_tolerance_pct / 100.0 * wanted):
+        return []
+    return [_flag("duration", "requests_per_sec", f"measured for {got:g} s of the {wanted:g} s requested")]
 
+
+def _error_flags(report) -> list[dict]:
+    """Failed requests: socket errors, then responses with an error status."""
+    out: list[dict] = []
     errors = sum((report.socket_errors or {}).values())
     if errors:
         out.append(_flag("socket-errors", "errors",
@@ -179,3 +214,23 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
                          f"{report.non_2xx_3xx:,} responses with an error status: they are counted in "
                          "Requests/s"))
     return out
+
+
+def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_rate: float | None,
+              server_cpus: int | None, client_cpus: int | None, same_machine: bool,
+              proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[dict]:
+    """The noise flags of one measurement.
+
+    ``report`` is the parsed load-generator report (``WrkReport``), ``entry`` the
+    measurement's run-record entry (CPU utilisation, Tomcat and client CPU seconds).
+    ``proxied``: a proxy on the server took part (its CPU time is not separated)."""
+    t = thresholds
+    window = entry.get("window_s") or report.duration_s
+    server_cpus = _count_cpus(entry.get("cpus_online"), server_cpus)
+    return (_host_cpu_flags(entry, window, server_cpus, client_cpus, same_machine=same_machine,
+                            proxied=proxied, t=t)
+            + _client_saturation_flag(report, entry, window, tool, client_cpus, t)
+            + _rate_flag(report, offered_rate, t)
+            + _calibration_flag(report, tool)
+            + _duration_flag(report, command, tool, t)
+            + _error_flags(report))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
+from tunepath.model.run import HostRecord, LiveFigures, RunInfo, Skipped
 
 __all__ = ["Run", "Measurement", "Verification", "RunStore", "FACT_KEYS", "RunError"]
 
@@ -54,6 +55,7 @@ class Measurement:
     stderr: Path | None = None
     repetition: int = 1          # interleaved repetitions of one configuration: 1, 2, …
     parts: tuple[tuple[str, Path], ...] = ()   # several clients at once: (client, raw report) each
+    live: LiveFigures = field(default_factory=LiveFigures)   # what a live run sampled around it
 
 
 @dataclass(frozen=True)
@@ -68,45 +70,42 @@ class Verification:
 
 @dataclass
 class Run:
+    """A recorded run: its provenance (``info``), host context, measurements and verifications.
+    ``record`` keeps the validated ``run.json`` as recorded."""
+
     run_id: str
     path: Path
     record: dict
     context: HostContext
+    info: RunInfo
     measurements: list[Measurement] = field(default_factory=list)
     verifications: list[Verification] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
-        return self.record["kind"]
+        return self.info.kind
 
     @property
-    def server(self) -> dict:
-        return self.record["hosts"]["server"]
+    def server(self) -> HostRecord:
+        return self.info.server
 
     @property
-    def client(self) -> dict:
-        return self.record["hosts"]["client"]
+    def client(self) -> HostRecord:
+        return self.info.client
 
     @property
     def same_machine(self) -> bool:
-        return bool(self.record.get("same_machine"))
+        return self.info.same_machine
 
     @property
-    def skipped(self) -> list[dict]:
-        return list(self.record.get("skipped", []))
+    def skipped(self) -> tuple[Skipped, ...]:
+        return self.info.skipped
 
     def steps(self) -> list[str]:
         """The steps this run recorded anything of, in the order it recorded them."""
         seen = [m.step for m in self.measurements] + [v.step for v in self.verifications]
-        seen += [s["step"] for s in self.skipped]
+        seen += [s.step for s in self.skipped]
         return list(dict.fromkeys(seen))
-
-    def record_measurement(self, step: str, variant: str, repetition: int = 1) -> dict:
-        """The run.json entry of a measurement (extra live fields: CPU, JVM warnings …)."""
-        for m in self.record.get("measurements", []):
-            if m["step"] == step and m["variant"] == variant and m.get("repetition", 1) == repetition:
-                return m
-        return {}
 
     def measurement(self, step: str, variant: str, repetition: int = 1) -> Measurement | None:
         for m in self.measurements:
@@ -186,7 +185,23 @@ def _need(record: dict, key: str, where: str):
 
 
 def _validate(run_id: str, path: Path, record: dict, steps: tuple[str, ...] | None = None) -> Run:
+    """The run of ``record`` (its ``run.json``), every part checked; a RunError names what is wrong."""
     where = str(path / "run.json")
+    _check_header(run_id, record, where)
+    try:
+        context = HostContext.from_dict(record.get("context", {}))
+    except TypeError as exc:
+        raise RunError(f"{where}: bad context: {exc}") from None
+    for i, s in enumerate(record.get("skipped", [])):
+        for key in ("step", "variant", "reason"):
+            _need(s, key, f"{where} skipped[{i}]")
+    run = Run(run_id, path, record, context, RunInfo.from_data(record))
+    run.measurements.extend(_measurements(run, record, where, steps))
+    run.verifications.extend(_verifications(path, record, where, steps))
+    return run
+
+
+def _check_header(run_id: str, record: dict, where: str) -> None:
     if record.get("run_id") != run_id:
         raise RunError(f"{where}: run_id {record.get('run_id')!r} does not match its directory {run_id!r}")
     if _need(record, "kind", where) not in KINDS:
@@ -205,42 +220,42 @@ def _validate(run_id: str, path: Path, record: dict, steps: tuple[str, ...] | No
                                "in facts_missing)")
             if facts[key] is None and not missing.get(key):
                 raise RunError(f"{where}: hosts.{role}.facts.{key} is null without a reason in facts_missing")
-    try:
-        context = HostContext.from_dict(record.get("context", {}))
-    except TypeError as exc:
-        raise RunError(f"{where}: bad context: {exc}") from None
-    run = Run(run_id, path, record, context)
-    server, client = hosts["server"]["name"], hosts["client"]["name"]
+
+
+def _measurements(run: Run, record: dict, where: str, steps: tuple[str, ...] | None) -> list[Measurement]:
+    out = []
     for i, m in enumerate(record.get("measurements", [])):
         w = f"{where} measurements[{i}]"
         step = _step(_need(m, "step", w), w, steps)
-        stdout = path / _need(m, "stdout", w)
+        stdout = run.path / _need(m, "stdout", w)
         if not stdout.is_file():
             raise RunError(f"{w}: raw output {stdout} is missing")
-        stderr = path / m["stderr"] if m.get("stderr") else None
         repetition = m.get("repetition", 1)
         if not isinstance(repetition, int) or repetition < 1:
             raise RunError(f"{w}: repetition must be a whole number from 1, not {repetition!r}")
         parts = []
         for j, part in enumerate(m.get("parts", [])):
-            raw = path / _need(part, "stdout", f"{w} parts[{j}]")
+            raw = run.path / _need(part, "stdout", f"{w} parts[{j}]")
             if not raw.is_file():
                 raise RunError(f"{w} parts[{j}]: raw output {raw} is missing")
             parts.append((_need(part, "client", f"{w} parts[{j}]"), raw))
-        run.measurements.append(Measurement(
+        out.append(Measurement(
             step=step, variant=_need(m, "variant", w), stdout=stdout, command=_need(m, "command", w),
-            tool=m.get("tool"), host=server, client=client, source=m.get("source", ""),
-            cpus_online=m.get("cpus_online"), exit_status=m.get("exit_status"), stderr=stderr,
-            repetition=repetition, parts=tuple(parts)))
+            tool=m.get("tool"), host=run.server.name, client=run.client.name, source=m.get("source", ""),
+            cpus_online=m.get("cpus_online"), exit_status=m.get("exit_status"),
+            stderr=run.path / m["stderr"] if m.get("stderr") else None,
+            repetition=repetition, parts=tuple(parts), live=LiveFigures.from_data(m)))
+    return out
+
+
+def _verifications(path: Path, record: dict, where: str, steps: tuple[str, ...] | None) -> list[Verification]:
+    out = []
     for i, v in enumerate(record.get("verification", [])):
         w = f"{where} verification[{i}]"
-        out = path / _need(v, "output", w)
-        if not out.is_file():
-            raise RunError(f"{w}: output file {out} is missing")
-        run.verifications.append(Verification(
+        output = path / _need(v, "output", w)
+        if not output.is_file():
+            raise RunError(f"{w}: output file {output} is missing")
+        out.append(Verification(
             step=_step(_need(v, "step", w), w, steps), name=_need(v, "name", w), host=_need(v, "host", w),
-            command=_need(v, "command", w), output=out, source=v.get("source", "")))
-    for i, s in enumerate(record.get("skipped", [])):
-        for key in ("step", "variant", "reason"):
-            _need(s, key, f"{where} skipped[{i}]")
-    return run
+            command=_need(v, "command", w), output=output, source=v.get("source", "")))
+    return out

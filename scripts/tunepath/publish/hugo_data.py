@@ -130,7 +130,7 @@ def _flag_entry(flag: dict) -> dict:
 
 
 def _versions(run: Run) -> dict:
-    s, c = run.server["facts"], run.client["facts"]
+    s, c = run.server.facts, run.client.facts
     lg = c.get("load_generator") or {}
     return {
         "tomcat": s.get("tomcat_version") or fmt.NA,
@@ -144,26 +144,19 @@ def _versions(run: Run) -> dict:
 def notes_for(run: Run, step: str | None, sequence_steps: set[str] = frozenset()) -> list[str]:
     """A run's notes that concern ``step`` (None: the summary, which shows the tuning sequence's
     steps, ``sequence_steps``): a note may be limited to some steps."""
-    out = []
-    for note in run.record.get("notes", []):
-        if isinstance(note, str):
-            out.append(note)
-        elif "steps" not in note or (step in note["steps"] if step else
-                                     any(s in note["steps"] for s in sequence_steps)):
-            out.append(note["text"])
-    return out
+    return [note.text for note in run.info.notes if note.concerns(step, sequence_steps)]
 
 
 def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = frozenset()) -> dict:
     commands = [m.command for m in run.measurements if step is None or m.step == step]
     return _clean({
-        "run_id": run.run_id, "kind": run.kind, "status": run.record["status"],
-        "label": run.record.get("label", run.run_id), "kind_label": run.record.get("kind_label"),
-        "server": run.server["name"], "server_desc": run.server.get("description", ""),
-        "client": run.client.get("description", run.client["name"]),
+        "run_id": run.run_id, "kind": run.kind, "status": run.info.status,
+        "label": run.info.label, "kind_label": run.info.kind_label,
+        "server": run.server.name, "server_desc": run.server.description,
+        "client": run.client.description or run.client.name,
         "same_machine": run.same_machine,
-        "date": run.record.get("date"), "date_note": run.record.get("date_note", ""),
-        "versions": _versions(run), "source": run.record.get("source", ""),
+        "date": run.info.date, "date_note": run.info.date_note,
+        "versions": _versions(run), "source": run.info.source,
         "client_command": commands[0] if commands else "",
         "notes": notes_for(run, step, sequence_steps),
     })
@@ -187,8 +180,8 @@ def run_block(run: Run, step, frame: pd.DataFrame, path) -> dict:
         "commands": {b.id: b.to_dict() for b in definition.plan(run.context)},
         "verification": verification,
         "verification_commands": definition.verify_commands(run.context),
-        "skipped": [s for s in run.skipped if s["step"] == step],
-        "repetitions_info": (run.record.get("repetitions") or {}).get(step),
+        "skipped": [s.to_data() for s in run.skipped if s.step == step],
+        "repetitions_info": run.info.repetitions[step].to_data() if step in run.info.repetitions else None,
     })
     return block
 

@@ -56,8 +56,8 @@ class Compare(Step):
             rows, static, f"compare-{a.run_id}--{b.run_id}",
             f"{b.run_id} ÷ {a.run_id}", f"Dot chart of the ratio of requests per second, run {b.run_id} over "
             f"run {a.run_id}, per measurement both made",
-            f"Requests per second of {b.run_id} ({b.server['name']}) divided by those of {a.run_id} "
-            f"({a.server['name']}), for each measurement both runs made. Different machines and load settings: "
+            f"Requests per second of {b.run_id} ({b.server.name}) divided by those of {a.run_id} "
+            f"({a.server.name}), for each measurement both runs made. Different machines and load settings: "
             "the ratio says how far apart the results are, not why.")]
 
     def document(self, result, charts: list[dict], notebook: dict, historical_dir) -> dict:

@@ -1,0 +1,160 @@
+"""Typed records of a recorded run: its hosts, notes, skipped variants, repetitions, and what a
+live run sampled around each measurement.
+
+``run.json`` stays plain JSON (the evidence, as recorded); :mod:`tunepath.evidence.store`
+validates it and builds these records once, and every layer above reads the records, not
+the JSON's string keys. Each record has a ``to_data()`` where a page needs it back as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["HostRecord", "Note", "Skipped", "Repetitions", "ClientPart", "LiveFigures", "RunInfo"]
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    """One host of a run (the server, or the first client) with its facts."""
+
+    role: str                         # "server" or "client"
+    name: str
+    description: str = ""
+    facts: dict = field(default_factory=dict)            # FACT_KEYS → value or None
+    facts_missing: dict = field(default_factory=dict)    # FACT_KEYS → why the value is None
+
+    @classmethod
+    def from_data(cls, role: str, data: dict) -> "HostRecord":
+        return cls(role, data["name"], data.get("description", ""), dict(data.get("facts") or {}),
+                   dict(data.get("facts_missing") or {}))
+
+    @property
+    def cpus(self) -> int | None:
+        value = self.facts.get("cpus")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note on a run, for every step or only for ``steps``."""
+
+    text: str
+    steps: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_data(cls, data) -> "Note":
+        if isinstance(data, str):
+            return cls(data)
+        return cls(data["text"], tuple(data["steps"]) if "steps" in data else None)
+
+    def concerns(self, step: str | None, sequence_steps=frozenset()) -> bool:
+        """Whether the note belongs on ``step``'s page (None: the summary, which shows the
+        tuning sequence's steps)."""
+        if self.steps is None:
+            return True
+        return step in self.steps if step else any(s in self.steps for s in sequence_steps)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A variant a run did not measure, with the reason and the commands it would have needed."""
+
+    step: str
+    variant: str
+    reason: str
+    commands: tuple[str, ...] = ()
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Skipped":
+        return cls(data["step"], data["variant"], data["reason"], tuple(data.get("commands") or ()))
+
+    def to_data(self) -> dict:
+        out = {"step": self.step, "variant": self.variant, "reason": self.reason}
+        if self.commands:
+            out["commands"] = list(self.commands)
+        return out
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    """How a step's interleaved rounds went: how many, why they stopped, under which rule."""
+
+    rounds: int
+    reason: str
+    rule: dict
+    order: tuple[str, ...] = ()
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Repetitions":
+        return cls(int(data["rounds"]), data.get("reason", ""), dict(data.get("rule") or {}),
+                   tuple(data.get("order") or ()))
+
+    def to_data(self) -> dict:
+        return {"rounds": self.rounds, "reason": self.reason, "rule": dict(self.rule), "order": list(self.order)}
+
+
+@dataclass(frozen=True)
+class ClientPart:
+    """One client's share of a measurement that several clients drove at once."""
+
+    client: str
+    client_cpu_s: float | None = None
+    exit_status: int | None = None
+
+
+@dataclass(frozen=True)
+class LiveFigures:
+    """What a live run sampled around one measurement (empty for the published reference runs)."""
+
+    cpu_utilisation: dict = field(default_factory=dict)  # host → {mode: %} or a note (same machine)
+    window_s: float | None = None
+    tomcat_cpu_s: float | None = None
+    client_cpu_s: float | None = None
+    jvm_warnings: tuple[str, ...] = ()
+    nofile: int | None = None
+    ready_after_s: float | None = None
+    parts: tuple[ClientPart, ...] = ()
+
+    @classmethod
+    def from_data(cls, data: dict) -> "LiveFigures":
+        parts = tuple(ClientPart(p.get("client", ""), p.get("client_cpu_s"), p.get("exit_status"))
+                      for p in data.get("parts") or ())
+        return cls(dict(data.get("cpu_utilisation") or {}), data.get("window_s"), data.get("tomcat_cpu_s"),
+                   data.get("client_cpu_s"), tuple(data.get("jvm_warnings") or ()), data.get("nofile"),
+                   data.get("ready_after_s"), parts)
+
+    def to_data(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run's provenance: what it is, where it ran, what it says about itself."""
+
+    run_id: str
+    kind: str                      # "reference" or "live"
+    status: str                    # "complete", "failed" or "partial"
+    label: str
+    server: HostRecord
+    client: HostRecord
+    same_machine: bool = False
+    kind_label: str | None = None
+    date: str | None = None
+    date_note: str = ""
+    source: str = ""
+    notes: tuple[Note, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    repetitions: dict = field(default_factory=dict)      # step → Repetitions
+
+    @classmethod
+    def from_data(cls, data: dict) -> "RunInfo":
+        hosts = data["hosts"]
+        return cls(
+            run_id=data["run_id"], kind=data["kind"], status=data["status"],
+            label=data.get("label") or data["run_id"],
+            server=HostRecord.from_data("server", hosts["server"]), client=HostRecord.from_data("client", hosts["client"]),
+            same_machine=bool(data.get("same_machine")), kind_label=data.get("kind_label"), date=data.get("date"),
+            date_note=data.get("date_note", ""), source=data.get("source", ""),
+            notes=tuple(Note.from_data(n) for n in data.get("notes") or ()),
+            skipped=tuple(Skipped.from_data(s) for s in data.get("skipped") or ()),
+            repetitions={step: Repetitions.from_data(r) for step, r in (data.get("repetitions") or {}).items()})
