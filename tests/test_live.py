@@ -265,8 +265,8 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     assert row["n"] == 2 and row["requests_per_sec"] == pytest.approx(sum(per_rep) / 2)
     assert sorted(c["repetition"] for c in row["clients"]) == [1, 1, 2, 2]     # each client, per repetition
     assert len({c["raw"] for c in row["clients"]}) == 4                      # from its own raw output
-    flags = [f for f in row["flags"] if f.get("host") in {n for n, _ in m.parts}]
-    assert all(f["text"].startswith("client ") for f in flags)   # per-client checks name their client
+    flags = [f for f in row["flags"] if f.host in {n for n, _ in m.parts}]
+    assert all(f.text.startswith("client ") for f in flags)   # per-client checks name their client
     assert row["latency_merge"]["method"] == "bounds"     # Debian wrk prints no spectrum: a bound, not a merge
-    entry = run.record_measurement("baseline", "stock", 2)
-    assert entry["client_cpu_s"] == pytest.approx(sum(p["client_cpu_s"] for p in entry["parts"]))
+    live = run.measurement("baseline", "stock", 2).live
+    assert live.client_cpu_s == pytest.approx(sum(p.client_cpu_s for p in live.parts))

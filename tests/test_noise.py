@@ -19,7 +19,7 @@ from tunepath.evidence.store import RunStore
 
 
 def codes(flags):
-    return sorted(f["code"] for f in flags)
+    return sorted(f.code for f in flags)
 
 
 def flags(report, entry=None, **kw):
@@ -49,10 +49,10 @@ def test_steal_and_foreign_load_are_flagged_on_the_host_they_concern(plain):
              "client_cpu_s": 7.0, "window_s": 15.0}
     got = flags(plain, entry)
     assert codes(got) == ["foreign-load", "steal"]
-    steal = next(f for f in got if f["code"] == "steal")
-    assert steal["host"] == "server" and steal["field"] == "requests_per_sec" and "12.5 %" in steal["text"]
-    foreign = next(f for f in got if f["code"] == "foreign-load")
-    assert foreign["text"].startswith("21 %")
+    steal = next(f for f in got if f.code == "steal")
+    assert steal.host == "server" and steal.field == "requests_per_sec" and "12.5 %" in steal.text
+    foreign = next(f for f in got if f.code == "foreign-load")
+    assert foreign.text.startswith("21 %")
     # the thresholds are parameters
     assert flags(plain, entry, thresholds=Thresholds(steal_pct=20, foreign_pct=40)) == []
 
@@ -61,13 +61,13 @@ def test_a_proxy_under_test_is_not_called_foreign_load(plain):
     entry = {"cpu_utilisation": {"server": {"steal": 0.0, "busy": 90.0}}, "tomcat_cpu_s": 10.0,
              "client_cpu_s": 7.0, "window_s": 15.0}
     [flag] = flags(plain, entry, proxied=True)
-    assert flag["severity"] == "info" and "httpd" in flag["text"]
+    assert flag.severity == "info" and "httpd" in flag.text
 
 
 def test_a_saturated_client_is_flagged(plain):
     # two wrk threads on two CPUs for 15 s: 28.5 CPU-s is 95 % of what they can use
     got = flags(plain, {"client_cpu_s": 28.5, "window_s": 15.0})
-    assert codes(got) == ["client-saturated"] and got[0]["host"] == "client"
+    assert codes(got) == ["client-saturated"] and got[0].host == "client"
     assert flags(plain, {"client_cpu_s": 20.0, "window_s": 15.0}) == []
 
 
@@ -80,7 +80,7 @@ def test_several_clients_are_judged_one_by_one(plain):
              "parts": [{"client": "a", "client_cpu_s": 28.0}, {"client": "b", "client_cpu_s": 6.0}]}
     got = flags(plain, entry, same_machine=False)
     # client-2: 18 CPU-s busy, 6 its own → 40 % foreign; client-1: 28.5 busy, 28 own → none
-    assert [(f["code"], f["host"]) for f in got] == [("foreign-load", "client-2"), ("client-saturated", "client")]
+    assert [(f.code, f.host) for f in got] == [("foreign-load", "client-2"), ("client-saturated", "client")]
 
 
 def test_overload_calibration_duration_and_errors():
@@ -93,11 +93,11 @@ def test_overload_calibration_duration_and_errors():
     assert "calibration" in codes(flags(short, command=(FIXTURES / "wrk2" / "plain.cmd").read_text()))
     notfound = parse_file(FIXTURES / "wrk2" / "notfound_404.txt")
     got = flags(notfound)
-    assert "non-2xx" in codes(got) and next(f for f in got if f["code"] == "non-2xx")["field"] == "non_2xx_3xx"
+    assert "non-2xx" in codes(got) and next(f for f in got if f.code == "non-2xx").field == "non_2xx_3xx"
     c8g = parse_file(ROOT / "runs" / "reference-aws-c8g" / "raw" / "baseline-stock.txt")
     got = flags(c8g, offered_rate=500_000)
     assert codes(got) == ["rate-short", "socket-errors"]
-    assert next(f for f in got if f["code"] == "socket-errors")["field"] == "errors"
+    assert next(f for f in got if f.code == "socket-errors").field == "errors"
 
 
 def test_requested_duration_reads_each_tool():

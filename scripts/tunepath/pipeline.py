@@ -109,14 +109,14 @@ def table(result: StepResult) -> pd.DataFrame:
             "rps_cv", "server_cpu_us_per_req", "speedup_vs_stock", "change_vs_previous_pct", "vs_step_first",
             "vs_first_significant", "latency_avg_ms", "p99_ms", "errors", "non_2xx_3xx"]
     out = result.frame[cols].copy()
-    out["flags"] = [", ".join(sorted({f["code"] for f in fl})) for fl in result.frame["flags"]]
+    out["flags"] = [", ".join(sorted({f.code for f in fl})) for fl in result.frame["flags"]]
     return out
 
 
 def flags(result: StepResult) -> pd.DataFrame:
     """Every noise flag of the step's measurements, one row each (what, where, which repetition)."""
-    rows = [{"run_id": r["run_id"], "variant": r["variant"], "repetition": f.get("repetition"), "code": f["code"],
-             "host": f.get("host"), "concerns": f["field"], "text": f["text"]}
+    rows = [{"run_id": r["run_id"], "variant": r["variant"], "repetition": f.repetition, "code": f.code,
+             "host": f.host, "concerns": f.field, "text": f.text}
             for r in result.frame.to_dict("records") for f in r["flags"]]
     return pd.DataFrame(rows, columns=["run_id", "variant", "repetition", "code", "host", "concerns", "text"])
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from dataclasses import replace
 
 import pandas as pd
 
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
-from tunepath.analysis.noise import THRESHOLDS, Thresholds, flags_for
+from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, flags_for
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
@@ -109,20 +110,20 @@ def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], d
     return flat, reports, clients, merge_info
 
 
-def _client_flags(reports, names, extra, *, tool, command, rate, flat, thresholds) -> list[dict]:
+def _client_flags(reports, names, extra, *, tool, command, rate, flat, thresholds) -> list[NoiseFlag]:
     """Several clients: each client's own report checked (errors, calibration, duration), and the
     summed rate against the summed offered rate."""
     out = []
     for name, report in zip(names, reports):
         for f in flags_for(report, {}, tool=tool, command=command, offered_rate=None, server_cpus=None,
                            client_cpus=None, same_machine=False, thresholds=thresholds):
-            out.append(dict(f, text=f"client {name}: {f['text']}", host=name))
+            out.append(replace(f, text=f"client {name}: {f.text}", host=name))
     offered = rate * len(reports) if rate else None
     achieved = flat["requests_per_sec"]
     if offered and achieved is not None and achieved < offered * (1 - thresholds.rate_shortfall_pct / 100):
-        out.append({"code": "rate-short", "field": "requests_per_sec", "host": None, "severity": "warning",
-                    "text": f"the {len(reports)} clients achieved {achieved:,.0f} req/s of {offered:,.0f} offered "
-                            f"({achieved / offered * 100:.0f} %): past the server's capacity"})
+        out.append(NoiseFlag("rate-short", "requests_per_sec",
+                             f"the {len(reports)} clients achieved {achieved:,.0f} req/s of {offered:,.0f} offered "
+                             f"({achieved / offered * 100:.0f} %): past the server's capacity"))
     return out
 
 
@@ -150,12 +151,11 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
                               proxied=path.get(m.step).shares_server(m.variant), thresholds=thresholds)
             if reports is not None:
                 # CPU checks stay (they use every host's figures); the report checks run per client
-                flags = [f for f in flags if f["code"] in ("steal", "foreign-load", "client-saturated")]
+                flags = [f for f in flags if f.code in ("steal", "foreign-load", "client-saturated")]
                 flags += _client_flags(reports, [n for n, _ in m.parts], extra, tool=tool, command=m.command,
                                        rate=rate, flat=flat, thresholds=thresholds)
                 if merge_info["method"] == "none":
-                    flags.append({"code": "latency-merge", "field": "latency_p99", "host": None,
-                                  "severity": "warning", "text": merge_info["exactness"]})
+                    flags.append(NoiseFlag("latency-merge", "latency_p99", merge_info["exactness"]))
                 rate = rate * len(reports) if rate else None      # what all clients together offered
             rows.append({
                 "run_id": run.run_id, "server": m.host, "client": m.client, "kind": run.kind,
@@ -219,13 +219,13 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
                        cpu_cv=cpu.cv, interval_level=rps.level, cpu_level=cpu.level)
             row["rps_values"] = [r["requests_per_sec"] for r in recs]
             row["cpu_values"] = [r["server_cpu_us_per_req"] for r in recs]
-            row["flags"] = [dict(f, repetition=r["repetition"] if n > 1 else None) for r in recs for f in r["flags"]]
+            row["flags"] = [replace(f, repetition=r["repetition"] if n > 1 else None) for r in recs for f in r["flags"]]
             row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
             row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
             row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
-                                   "raw": r["raw"], "flags": r["flags"]} for r in recs]
+                                   "raw": r["raw"], "flags": [f.to_data() for f in r["flags"]]} for r in recs]
             row["sort"] = sort_key(path, by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
             run_rows.append(row)
         run_rows.sort(key=lambda r: r["sort"])

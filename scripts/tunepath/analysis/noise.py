@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from tunepath.errors import TunepathError
 from tunepath.model.context import parse_cpu_list
 
-__all__ = ["Thresholds", "THRESHOLDS", "flags_for", "requested_duration"]
+__all__ = ["NoiseFlag", "Thresholds", "THRESHOLDS", "flags_for", "requested_duration"]
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,32 @@ def _count_cpus(cpus_online: str | None, fallback) -> int | None:
     return n or (fallback if isinstance(fallback, int) and fallback > 0 else None)
 
 
-def _flag(code: str, field: str, text: str, host: str | None = None, severity: str = "warning") -> dict:
-    return {"code": code, "field": field, "text": text, "host": host, "severity": severity}
+@dataclass(frozen=True)
+class NoiseFlag:
+    """Something that may have disturbed a measurement, beside the figure (``field``) it concerns."""
+
+    code: str                     # steal, foreign-load, client-saturated, rate-short, calibration, …
+    field: str                    # the figure it concerns: requests_per_sec, latency_p99, errors, …
+    text: str                     # one sentence for the page
+    host: str | None = None       # the host it was seen on, where it is one host's
+    severity: str = "warning"     # "warning", or "info" for what is expected (a proxy's own CPU)
+    repetition: int | None = None # which repetition, where a configuration was repeated
+
+    def to_data(self) -> dict:
+        """The flag as recorded beside one repetition (plain JSON)."""
+        return {"code": self.code, "field": self.field, "text": self.text, "host": self.host,
+                "severity": self.severity}
+
+
+def _flag(code: str, field: str, text: str, host: str | None = None, severity: str = "warning") -> NoiseFlag:
+    return NoiseFlag(code, field, text, host, severity)
 
 
 def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def _steal_flag(host: str, steal, t: Thresholds) -> list[dict]:
+def _steal_flag(host: str, steal, t: Thresholds) -> list[NoiseFlag]:
     """CPU steal on one host above the threshold."""
     if not (_finite(steal) and steal > t.steal_pct):
         return []
@@ -108,7 +125,7 @@ def _own_cpu_s(host: str, entry: dict, same_machine: bool) -> float | None:
 
 
 def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_machine: bool,
-                       proxied: bool, t: Thresholds) -> list[dict]:
+                       proxied: bool, t: Thresholds) -> list[NoiseFlag]:
     """Busy CPU time on one host that neither Tomcat nor the load generator accounts for."""
     busy, steal = u.get("busy"), u.get("steal")
     if _finite(busy) and _finite(steal):
@@ -131,9 +148,9 @@ def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_ma
 
 
 def _host_cpu_flags(entry: dict, window, server_cpus: int | None, client_cpus: int | None, *,
-                    same_machine: bool, proxied: bool, t: Thresholds) -> list[dict]:
+                    same_machine: bool, proxied: bool, t: Thresholds) -> list[NoiseFlag]:
     """Steal and foreign load, host by host, from the CPU utilisation sampled on every host."""
-    out: list[dict] = []
+    out: list[NoiseFlag] = []
     for host, u in (entry.get("cpu_utilisation") or {}).items():
         if not isinstance(u, dict):
             continue
@@ -144,7 +161,7 @@ def _host_cpu_flags(entry: dict, window, server_cpus: int | None, client_cpus: i
 
 
 def _client_saturation_flag(report, entry: dict, window, tool: str | None, client_cpus: int | None,
-                            t: Thresholds) -> list[dict]:
+                            t: Thresholds) -> list[NoiseFlag]:
     """The load generator used nearly all the CPU its threads can use."""
     threads = 1 if tool == "ab" else report.threads
     client_s = entry.get("client_cpu_s")
@@ -167,7 +184,7 @@ def _client_saturation_flag(report, entry: dict, window, tool: str | None, clien
                   "pace, not the server", "client")]
 
 
-def _rate_flag(report, offered_rate: float | None, t: Thresholds) -> list[dict]:
+def _rate_flag(report, offered_rate: float | None, t: Thresholds) -> list[NoiseFlag]:
     """wrk2 served less than the offered rate."""
     rps = report.requests_per_sec
     if not (offered_rate and _finite(rps) and rps < offered_rate * (1 - t.rate_shortfall_pct / 100.0)):
@@ -178,7 +195,7 @@ def _rate_flag(report, offered_rate: float | None, t: Thresholds) -> list[dict]:
                   "queueing time")]
 
 
-def _calibration_flag(report, tool: str | None) -> list[dict]:
+def _calibration_flag(report, tool: str | None) -> list[NoiseFlag]:
     """wrk2's calibration did not complete."""
     if not ((report.tool == "wrk2" or tool == "wrk2") and report.requests):
         return []
@@ -191,7 +208,7 @@ def _calibration_flag(report, tool: str | None) -> list[dict]:
                   "histogram covers only part of the run")]
 
 
-def _duration_flag(report, command: str, tool: str | None, t: Thresholds) -> list[dict]:
+def _duration_flag(report, command: str, tool: str | None, t: Thresholds) -> list[NoiseFlag]:
     """The measured duration is far from the requested one."""
     wanted = requested_duration(command, tool)
     got = report.duration_s
@@ -200,9 +217,9 @@ def _duration_flag(report, command: str, tool: str | None, t: Thresholds) -> lis
     return [_flag("duration", "requests_per_sec", f"measured for {got:g} s of the {wanted:g} s requested")]
 
 
-def _error_flags(report) -> list[dict]:
+def _error_flags(report) -> list[NoiseFlag]:
     """Failed requests: socket errors, then responses with an error status."""
-    out: list[dict] = []
+    out: list[NoiseFlag] = []
     errors = sum((report.socket_errors or {}).values())
     if errors:
         out.append(_flag("socket-errors", "errors",
@@ -218,7 +235,7 @@ def _error_flags(report) -> list[dict]:
 
 def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_rate: float | None,
               server_cpus: int | None, client_cpus: int | None, same_machine: bool,
-              proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[dict]:
+              proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[NoiseFlag]:
     """The noise flags of one measurement.
 
     ``report`` is the parsed load-generator report (``WrkReport``), ``entry`` the

@@ -13,120 +13,52 @@ from pathlib import Path
 import pandas as pd
 
 from tunepath.publish import formatting as fmt
+from tunepath.publish.display import clean, display, num
 from tunepath.analysis.frames import sort_key
+from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
 
 
-def _clean(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):   # numpy scalars
-        return _clean(value.item())
-    if value is pd.NA:
-        return None
-    return value
-
-
-def _num(value):
-    value = _clean(value)
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def display(row: dict) -> dict:
-    """The preformatted strings a page prints for one measurement."""
-    return {
-        "requests_per_sec": fmt.rate(_num(row["requests_per_sec"])),
-        "latency_avg": fmt.latency(_num(row["latency_avg_ms"])),
-        "latency_max": fmt.latency(_num(row["latency_max_ms"])),
-        "latency_p99": fmt.latency(_num(row["p99_ms"])),
-        "errors": fmt.count(_num(row["errors"])),
-        "non_2xx_3xx": fmt.count(_num(row["non_2xx_3xx"])),
-        "requests": fmt.count(_num(row["requests"])),
-        "duration": fmt.seconds(_num(row["duration_s"])),
-        "transfer_per_sec": fmt.bytes_per_sec(_num(row["transfer_per_sec_bytes"])),
-        "speedup_vs_stock": fmt.speedup(_num(row["speedup_vs_stock"])),
-        "change_vs_previous_pct": fmt.percent_change(_num(row["change_vs_previous_pct"])),
-        "previous_label": row["previous_label"] or "",
-        "previous_requests_per_sec": fmt.rate(_num(row["previous_requests_per_sec"]))
-        if _num(row["previous_requests_per_sec"]) is not None else "",
-        "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
-        else fmt.NA,
-        "offered_rate": fmt.offered(_num(row["offered_rate"])),
-        "vs_step_first": fmt.speedup(_num(row["vs_step_first"])),
-        "client_cpu_per_req": fmt.micros(_num(row["client_cpu_us_per_req"])),
-        "server_cpu_per_req": fmt.micros(_num(row["server_cpu_us_per_req"])),
-        "step_first_label": row["step_first_label"] or "",
-        "repetitions": fmt.repetitions(_num(row.get("n"))),
-        "rps_interval": fmt.rate_interval(_num(row.get("rps_low")), _num(row.get("rps_high")),
-                                          _num(row.get("interval_level"))),
-        "rps_cv": fmt.cv(_num(row.get("rps_cv"))),
-        "cpu_interval": fmt.micros_interval(_num(row.get("cpu_low")), _num(row.get("cpu_high")),
-                                            _num(row.get("cpu_level"))),
-        "cpu_cv": fmt.cv(_num(row.get("cpu_cv"))),
-        "change_interval": fmt.pct_interval(_num(row.get("change_low")), _num(row.get("change_high")),
-                                            _num(row.get("change_level"))),
-        "change_significance": fmt.significance(_clean(row.get("change_significant")),
-                                                _num(row.get("change_low")) is not None),
-        "vs_first_interval": fmt.ratio_interval(_num(row.get("vs_first_low")), _num(row.get("vs_first_high")),
-                                                _num(row.get("vs_first_level"))),
-        "vs_first_significance": fmt.significance(_clean(row.get("vs_first_significant")),
-                                                  _num(row.get("vs_first_low")) is not None),
-        "cpu_vs_first": fmt.speedup(_num(row.get("cpu_vs_first"))),
-        "cpu_vs_first_interval": fmt.ratio_interval(_num(row.get("cpu_vs_first_low")),
-                                                    _num(row.get("cpu_vs_first_high")),
-                                                    _num(row.get("cpu_vs_first_level"))),
-        "cpu_vs_first_significance": fmt.significance(_clean(row.get("cpu_vs_first_significant")),
-                                                      _num(row.get("cpu_vs_first_low")) is not None),
-        "latency_p50": fmt.latency(_num(row.get("p50_ms"))),
-        "latency_p90": fmt.latency(_num(row.get("p90_ms"))),
-        "latency_p999": fmt.latency(_num(row.get("p99.9_ms"))),
-    }
-
-
 def measurement_entry(row: dict) -> dict:
-    return _clean({
+    return clean({
         "variant": row["variant"], "label": row["label"], "tool": row["tool"],
-        "command": row["command"], "offered_rate": _num(row["offered_rate"]),
-        "requests_per_sec": _num(row["requests_per_sec"]),
-        "latency_avg_ms": _num(row["latency_avg_ms"]), "latency_max_ms": _num(row["latency_max_ms"]),
-        "latency_p99_ms": _num(row["p99_ms"]), "errors": _num(row["errors"]),
-        "non_2xx_3xx": _num(row["non_2xx_3xx"]), "requests": _num(row["requests"]),
-        "duration_s": _num(row["duration_s"]),
-        "speedup_vs_stock": _num(row["speedup_vs_stock"]),
-        "change_vs_previous_pct": _num(row["change_vs_previous_pct"]),
+        "command": row["command"], "offered_rate": num(row["offered_rate"]),
+        "requests_per_sec": num(row["requests_per_sec"]),
+        "latency_avg_ms": num(row["latency_avg_ms"]), "latency_max_ms": num(row["latency_max_ms"]),
+        "latency_p99_ms": num(row["p99_ms"]), "errors": num(row["errors"]),
+        "non_2xx_3xx": num(row["non_2xx_3xx"]), "requests": num(row["requests"]),
+        "duration_s": num(row["duration_s"]),
+        "speedup_vs_stock": num(row["speedup_vs_stock"]),
+        "change_vs_previous_pct": num(row["change_vs_previous_pct"]),
         "previous": row["previous_variant"], "raw": row["raw"],
         "warnings": list(row["warnings"]), "jvm_warnings": list(row["jvm_warnings"] or []),
-        "vs_step_first": _num(row["vs_step_first"]), "display": display(row),
-        "n": _num(row.get("n")) or 1, "interval_level": _num(row.get("interval_level")),
-        "rps_low": _num(row.get("rps_low")), "rps_high": _num(row.get("rps_high")),
-        "rps_cv": _num(row.get("rps_cv")),
-        "server_cpu_us_per_req": _num(row.get("server_cpu_us_per_req")),
-        "client_cpu_us_per_req": _num(row.get("client_cpu_us_per_req")),
+        "vs_step_first": num(row["vs_step_first"]), "display": display(row).to_data(),
+        "n": num(row.get("n")) or 1, "interval_level": num(row.get("interval_level")),
+        "rps_low": num(row.get("rps_low")), "rps_high": num(row.get("rps_high")),
+        "rps_cv": num(row.get("rps_cv")),
+        "server_cpu_us_per_req": num(row.get("server_cpu_us_per_req")),
+        "client_cpu_us_per_req": num(row.get("client_cpu_us_per_req")),
         "flags": [_flag_entry(f) for f in row.get("flags") or []],
-        "repetitions": [_clean(dict(r, display={"requests_per_sec": fmt.rate(_num(r["requests_per_sec"])),
-                                                "server_cpu_per_req": fmt.micros(_num(r["server_cpu_us_per_req"])),
-                                                "latency_p99": fmt.latency(_num(r["p99_ms"]))}))
+        "repetitions": [clean(dict(r, display={"requests_per_sec": fmt.rate(num(r["requests_per_sec"])),
+                                                "server_cpu_per_req": fmt.micros(num(r["server_cpu_us_per_req"])),
+                                                "latency_p99": fmt.latency(num(r["p99_ms"]))}))
                         for r in row.get("repetitions") or []],
-        "clients": [_clean(dict(c, display={"requests_per_sec": fmt.rate(_num(c["requests_per_sec"])),
-                                            "latency_p99": fmt.latency(_num(c["p99_ms"]))}))
+        "clients": [clean(dict(c, display={"requests_per_sec": fmt.rate(num(c["requests_per_sec"])),
+                                            "latency_p99": fmt.latency(num(c["p99_ms"]))}))
                     for c in row.get("clients") or []],
-        "latency_merge": _clean(row.get("latency_merge")),
+        "latency_merge": clean(row.get("latency_merge")),
     })
 
 
-def _flag_entry(flag: dict) -> dict:
+def _flag_entry(flag: NoiseFlag) -> dict:
     """A noise flag as a page shows it: beside the figure (``field``) it concerns."""
-    text = flag["text"]
-    if flag.get("repetition"):
-        text = f"repetition {flag['repetition']}: {text}"
-    return _clean({"code": flag["code"], "field": flag["field"], "severity": flag.get("severity", "warning"),
-                   "host": flag.get("host"), "repetition": flag.get("repetition"), "text": text})
+    text = flag.text
+    if flag.repetition:
+        text = f"repetition {flag.repetition}: {text}"
+    return clean({"code": flag.code, "field": flag.field, "severity": flag.severity,
+                   "host": flag.host, "repetition": flag.repetition, "text": text})
 
 
 def _versions(run: Run) -> dict:
@@ -149,7 +81,7 @@ def notes_for(run: Run, step: str | None, sequence_steps: set[str] = frozenset()
 
 def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = frozenset()) -> dict:
     commands = [m.command for m in run.measurements if step is None or m.step == step]
-    return _clean({
+    return clean({
         "run_id": run.run_id, "kind": run.kind, "status": run.info.status,
         "label": run.info.label, "kind_label": run.info.kind_label,
         "server": run.server.name, "server_desc": run.server.description,
@@ -233,19 +165,19 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
         entry = run_header(run, None, sequence_steps)
         if not rows.empty:
             entry["client_command"] = rows.iloc[0]["command"]
-        entry["rows"] = [_clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
+        entry["rows"] = [clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
                                  "variant": r["variant"], "label": r["label"], "tool": r["tool"],
-                                 "requests_per_sec": _num(r["requests_per_sec"]),
-                                 "speedup_vs_stock": _num(r["speedup_vs_stock"]),
+                                 "requests_per_sec": num(r["requests_per_sec"]),
+                                 "speedup_vs_stock": num(r["speedup_vs_stock"]),
                                  "flags": [_flag_entry(f) for f in r.get("flags") or []],
-                                 "display": display(r)})
+                                 "display": display(r).to_data()})
                          for r in rows.to_dict("records")]
         entry["charts"] = charts_by_run.get(run.run_id, [])
         entry["comparisons"] = [
             {"step": step, "step_title": titles[step], "page": pages[step],
-             "rows": [_clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
-                              "requests_per_sec": _num(r["requests_per_sec"]),
-                              "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r)})
+             "rows": [clean({"variant": r["variant"], "label": r["label"], "tool": r["tool"],
+                              "requests_per_sec": num(r["requests_per_sec"]),
+                              "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r).to_data()})
                       for r in sorted(others[others.step == step].to_dict("records"),
                                       key=lambda r: sort_key(path, run, r["step"], r["variant"]))]}
             for step in [s.name for s in path if s.name in set(others.step)]]
@@ -256,7 +188,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
 def write_json(path: Path, document: dict) -> bool:
     """Write ``document`` if it changed; returns True when the file was (re)written."""
     path = Path(path)
-    text = json.dumps(_clean(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(clean(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,131 @@
+"""Figures as a page displays them: every preformatted string of one measurement.
+
+The frames hold numbers; :func:`display` formats them once (:mod:`tunepath.publish.formatting`)
+into a :class:`Display`, which the Hugo data carries as ``display`` and the ``value``
+shortcode prints by field name. A page's field names are this record's fields.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from tunepath.publish import formatting as fmt
+
+__all__ = ["Display", "display", "clean", "num"]
+
+
+@dataclass(frozen=True)
+class Display:
+    """One measurement's figures, formatted (a dash where there is no figure)."""
+
+    requests_per_sec: str | None
+    latency_avg: str | None
+    latency_max: str | None
+    latency_p99: str | None
+    errors: str | None
+    non_2xx_3xx: str | None
+    requests: str | None
+    duration: str | None
+    transfer_per_sec: str | None
+    speedup_vs_stock: str | None
+    change_vs_previous_pct: str | None
+    previous_label: str | None
+    previous_requests_per_sec: str | None
+    cpus_online: str | None
+    offered_rate: str | None
+    vs_step_first: str | None
+    client_cpu_per_req: str | None
+    server_cpu_per_req: str | None
+    step_first_label: str | None
+    repetitions: str | None
+    rps_interval: str | None
+    rps_cv: str | None
+    cpu_interval: str | None
+    cpu_cv: str | None
+    change_interval: str | None
+    change_significance: str | None
+    vs_first_interval: str | None
+    vs_first_significance: str | None
+    cpu_vs_first: str | None
+    cpu_vs_first_interval: str | None
+    cpu_vs_first_significance: str | None
+    latency_p50: str | None
+    latency_p90: str | None
+    latency_p999: str | None
+
+    def to_data(self) -> dict:
+        return asdict(self)
+
+
+def clean(value):
+    """``value`` as plain JSON: no NaN or infinity (None instead), no numpy scalars, no pandas NA."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):   # numpy scalars
+        return clean(value.item())
+    if value is pd.NA:
+        return None
+    return value
+
+
+def num(value):
+    value = clean(value)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def display(row: dict) -> Display:
+    """The preformatted strings a page prints for one measurement (``row``: a frames row)."""
+    return Display(**{
+        "requests_per_sec": fmt.rate(num(row["requests_per_sec"])),
+        "latency_avg": fmt.latency(num(row["latency_avg_ms"])),
+        "latency_max": fmt.latency(num(row["latency_max_ms"])),
+        "latency_p99": fmt.latency(num(row["p99_ms"])),
+        "errors": fmt.count(num(row["errors"])),
+        "non_2xx_3xx": fmt.count(num(row["non_2xx_3xx"])),
+        "requests": fmt.count(num(row["requests"])),
+        "duration": fmt.seconds(num(row["duration_s"])),
+        "transfer_per_sec": fmt.bytes_per_sec(num(row["transfer_per_sec_bytes"])),
+        "speedup_vs_stock": fmt.speedup(num(row["speedup_vs_stock"])),
+        "change_vs_previous_pct": fmt.percent_change(num(row["change_vs_previous_pct"])),
+        "previous_label": row["previous_label"] or "",
+        "previous_requests_per_sec": fmt.rate(num(row["previous_requests_per_sec"]))
+        if num(row["previous_requests_per_sec"]) is not None else "",
+        "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
+        else fmt.NA,
+        "offered_rate": fmt.offered(num(row["offered_rate"])),
+        "vs_step_first": fmt.speedup(num(row["vs_step_first"])),
+        "client_cpu_per_req": fmt.micros(num(row["client_cpu_us_per_req"])),
+        "server_cpu_per_req": fmt.micros(num(row["server_cpu_us_per_req"])),
+        "step_first_label": row["step_first_label"] or "",
+        "repetitions": fmt.repetitions(num(row.get("n"))),
+        "rps_interval": fmt.rate_interval(num(row.get("rps_low")), num(row.get("rps_high")),
+                                          num(row.get("interval_level"))),
+        "rps_cv": fmt.cv(num(row.get("rps_cv"))),
+        "cpu_interval": fmt.micros_interval(num(row.get("cpu_low")), num(row.get("cpu_high")),
+                                            num(row.get("cpu_level"))),
+        "cpu_cv": fmt.cv(num(row.get("cpu_cv"))),
+        "change_interval": fmt.pct_interval(num(row.get("change_low")), num(row.get("change_high")),
+                                            num(row.get("change_level"))),
+        "change_significance": fmt.significance(clean(row.get("change_significant")),
+                                                num(row.get("change_low")) is not None),
+        "vs_first_interval": fmt.ratio_interval(num(row.get("vs_first_low")), num(row.get("vs_first_high")),
+                                                num(row.get("vs_first_level"))),
+        "vs_first_significance": fmt.significance(clean(row.get("vs_first_significant")),
+                                                  num(row.get("vs_first_low")) is not None),
+        "cpu_vs_first": fmt.speedup(num(row.get("cpu_vs_first"))),
+        "cpu_vs_first_interval": fmt.ratio_interval(num(row.get("cpu_vs_first_low")),
+                                                    num(row.get("cpu_vs_first_high")),
+                                                    num(row.get("cpu_vs_first_level"))),
+        "cpu_vs_first_significance": fmt.significance(clean(row.get("cpu_vs_first_significant")),
+                                                      num(row.get("cpu_vs_first_low")) is not None),
+        "latency_p50": fmt.latency(num(row.get("p50_ms"))),
+        "latency_p90": fmt.latency(num(row.get("p90_ms"))),
+        "latency_p999": fmt.latency(num(row.get("p99.9_ms"))),
+    })
