@@ -223,6 +223,24 @@ def test_only_steps_compare_step_names():
         "comparisons with step names outside tunepath/steps/", offenders)
 
 
+# the modules that drive steps by name; every other module is handed a step object or the registry
+ORCHESTRATORS = frozenset({"tunepath.pipeline", "tunepath.cli", "tunepath.bench", "tunepath.publish.build",
+                           "tunepath.live.runner"})
+
+
+def find_registry_imports(graph: dict[str, dict[str, str]]) -> list[str]:
+    """Modules outside steps/ and the orchestrators that import the step registry or a step module."""
+    return [f"{where}: {me} imports {dep}" for me, deps in graph.items() for dep, where in deps.items()
+            if (dep == "tunepath.steps" or dep.startswith("tunepath.steps.")) and dep != "tunepath.steps.base"
+            and not me.startswith("tunepath.steps") and me not in ORCHESTRATORS]
+
+
+def test_only_orchestrators_import_the_registry():
+    """Generic layers get the step object or the registry as a parameter: the layers stay below steps/."""
+    assert not (offenders := find_registry_imports(import_graph(PKG))), report(
+        "imports of the step registry outside the orchestrators", offenders)
+
+
 def test_package_data_is_declared():
     assert not (offenders := find_undeclared_data(PKG, ROOT / "pyproject.toml")), report(
         "package files that would not be installed", offenders)
@@ -291,3 +309,10 @@ def test_checker_finds_step_names_sizes_and_data(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tunepath.steps", None)  # the registry cannot be imported: parse
     monkeypatch.setitem(globals(), "FALLBACK_STEP_NAMES", frozenset())
     assert step_names() == imported_names
+
+
+def test_checker_finds_registry_imports():
+    graph = {"tunepath.analysis.frames": {"tunepath.steps": "frames.py:3", "tunepath.steps.base": "frames.py:4"},
+             "tunepath.pipeline": {"tunepath.steps": "pipeline.py:9"},
+             "tunepath.steps.proxy": {"tunepath.steps.base": "proxy.py:5"}}
+    assert find_registry_imports(graph) == ["frames.py:3: tunepath.analysis.frames imports tunepath.steps"]
