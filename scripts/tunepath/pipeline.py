@@ -122,10 +122,9 @@ def flags(result: StepResult) -> pd.DataFrame:
 
 
 def analysis(result: StepResult) -> dict:
-    """What the step reads from each run beyond the table (the sweeps' best thread count and
-    capacity, the comparison's default pair), by run."""
-    found = {run.run_id: result.definition.analysis(result, run) for run in result.runs}
-    return {k: v for k, v in found.items() if v is not None}
+    """What the step reads beyond the table: the sweeps' best thread count and capacity, by run;
+    the comparison's default pair, by pair."""
+    return result.definition.readings(result)
 
 
 def show_commands(result: StepResult) -> None:

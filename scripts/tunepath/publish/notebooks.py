@@ -63,7 +63,7 @@ def _step_call(step) -> str:
     return ("from IPython.display import SVG, display\n"
             "from pathlib import Path\n"
             "from tunepath import pipeline\n\n"
-            f"result = pipeline.step({step.name!r}, mode, runs_dir, run_ids, hosts_file=hosts_file, profile=profile,\n"
+            f"result = pipeline.step(\"{step.name}\", mode, runs_dir, run_ids, hosts_file=hosts_file, profile=profile,\n"
             f"                       apply=apply, allow_reboot=allow_reboot{extra}, **live_options)\n"
             "pipeline.table(result)")
 

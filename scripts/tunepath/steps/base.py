@@ -197,6 +197,11 @@ class Step:
         """What the step reads from one run's measurements beyond the table (sweeps)."""
         return None
 
+    def readings(self, result: "StepResult") -> dict:
+        """What the notebook shows beyond the table: :meth:`analysis` of each run that has one."""
+        found = {run.run_id: self.analysis(result, run) for run in result.runs}
+        return {k: v for k, v in found.items() if v is not None}
+
     def document(self, result: "StepResult", charts: list[dict], notebook: dict, historical_dir) -> dict:
         """The Hugo data of the step (``data_file``)."""
         from tunepath.publish.hugo_data import historical_for, step_document

@@ -16,7 +16,7 @@ class Compare(Step):
            "their throughput (with an interval where both repeated the measurement) and the host facts and load "
            "settings that differ. Different machines and settings mean a ratio says how far apart two results "
            "are, not why. Every pair of runs is written; the page opens with the newest live run against the "
-           "first reference run.\n\nThis step runs no commands: it reads the recorded runs.")
+           "first reference run.")
     notebook_cells = (
         ("markdown", "## The default pair\n\nFor each step, the measurements both runs made and the ratio of "
                      "their throughput; then the host facts and load settings that differ."),
@@ -26,7 +26,12 @@ class Compare(Step):
     def pairs(self, result, charts: dict | None = None, notebook: dict | None = None) -> dict:
         return compare_document(result.runs, result.all_rows, result.registry, self, charts, notebook)
 
-    def analysis(self, result, run=None):
+    def readings(self, result) -> dict:
+        """The default pair, once (not per run): its ratios per measurement, the facts that differ."""
+        found = self.default_pair_tables(result)
+        return {found["pair"]: found} if found else {}
+
+    def default_pair_tables(self, result):
         """The default pair as two tables: the ratios per measurement, the facts that differ."""
         import pandas as pd
 
