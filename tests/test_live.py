@@ -114,7 +114,7 @@ def test_tomcat_stopped_and_server_xml_restored_after_the_run(ssh_run):
 
 def test_masked_run_names_no_host_address(ssh_run):
     run, _, _ = ssh_run
-    assert run.server["name"] == "server"
+    assert run.server.name == "server"
     for path in run.path.rglob("*"):
         if path.is_file():
             assert "127.0.0.1" not in path.read_text(errors="replace"), path

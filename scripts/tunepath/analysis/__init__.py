@@ -1,0 +1,1 @@
+"""Parsed runs → frames and what is read from them: statistics, noise flags, sweeps, run comparison."""

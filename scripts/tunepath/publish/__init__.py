@@ -1,0 +1,1 @@
+"""Frames → what the site shows: charts, formatted figures, Hugo data, the step notebooks, the execution cache and the build."""
