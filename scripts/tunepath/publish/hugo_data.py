@@ -7,7 +7,6 @@ atomically and only when their content changed.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 
 from tunepath.errors import TunepathError
+from tunepath.model.context import HostContext
 from tunepath.steps.base import KINDS, Step
 
 __all__ = ["ORDER", "Registry", "REGISTRY", "STEPS", "get_step", "Step", "load", "MEASURED_SEQUENCE", "ANALYSIS_STEPS",
@@ -106,19 +107,14 @@ ANALYSIS_STEPS = tuple(s.name for s in STEPS if s.kind == "analysis")
 
 def plan(name: str, ctx=None) -> list:
     """The command blocks of step ``name`` for the hosts of ``ctx`` (default: the original's)."""
-    from tunepath.model.context import HostContext
-
     return get_step(name).plan(ctx or HostContext())
 
 
 def variant_config(name: str, variant: str, ctx=None):
     """The Tomcat configuration a variant of step ``name`` measures."""
-    from tunepath.model.context import HostContext
-
     return get_step(name).tomcat_config(variant, ctx or HostContext())
 
 
 def step_variants(name: str, ctx=None) -> tuple:
-    from tunepath.model.context import HostContext
-
+    """The variants step ``name`` measures on the hosts of ``ctx``."""
     return get_step(name).variants_for(ctx or HostContext())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from tunepath.errors import TunepathError
 from tunepath.live.hoststate import GRUB_DROP_IN
 from tunepath.model.context import HostContext, brace_ranges, cpu_ranges
 from tunepath.model.plan import Block
@@ -138,8 +139,6 @@ VERIFY_COMMANDS = {
 
 
 def verify_command(name: str, ctx: HostContext | None = None) -> str:
-    from tunepath.errors import TunepathError
-
     try:
         return VERIFY_COMMANDS[name](ctx or HostContext())
     except KeyError:
