@@ -92,6 +92,23 @@ def test_live_run_over_ssh_records_measurements_and_facts(ssh_run):
     assert facts["tomcat_version"] == "11.0.10" and "version" in facts["java_version"]
     assert rec["hosts"]["client"]["facts"]["load_generator"]["name"] in ("wrk", "wrk2")
     assert sorted(p.name for p in (run.path / "notebooks").glob("*.ipynb")) == ["01-setup.ipynb", "02-baseline.ipynb"]
+    assert not list((run.path.parent / ".inprogress").glob("*")), "side files (context, mask, kernel log) left"
+
+
+def test_steps_reuse_the_context_recorded_when_the_run_started(tmp_path):
+    """The host context is computed once per run: each step's session loads it, unmasked, from
+    beside the run; run.json keeps the masked copy."""
+    from tunepath.evidence.recorder import Masker, RunRecorder
+    from tunepath.live.session import context_file, load_context, save_context
+    from tunepath.model.context import HostContext
+
+    ctx = HostContext(server_address="10.1.2.3", tomcat_home="/srv/tomcat", threads=3)
+    assert load_context(tmp_path, "live-x") is None
+    recorder = RunRecorder(tmp_path, {"run_id": "live-x", "context": {}}, Masker({"10.1.2.3": "server"}))
+    save_context(tmp_path, "live-x", ctx, recorder)
+    assert load_context(tmp_path, "live-x") == ctx                     # the real address, for the commands
+    assert recorder.record["context"]["server_address"] == "server"    # the masked one, for the record
+    assert context_file(tmp_path, "live-x").parent == recorder.dir.parent
 
 
 def test_recorded_commands_are_the_plan(ssh_run):

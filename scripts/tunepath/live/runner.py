@@ -114,7 +114,7 @@ def _resume(runs_dir: Path, run_id: str, options):
 def _forget_side_files(runs_dir: Path, run_id: str) -> None:
     from tunepath.evidence.recorder import INPROGRESS
 
-    for name in (f"{run_id}.mask.json", f"{run_id}.kernel-stderr.log"):
+    for name in (f"{run_id}.mask.json", f"{run_id}.kernel-stderr.log", f"{run_id}.context.json"):
         (Path(runs_dir) / INPROGRESS / name).unlink(missing_ok=True)
 
 

@@ -26,7 +26,7 @@ from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
 from tunepath.model.context import HostContext, parse_cpu_list
 
 __all__ = ["LiveOptions", "Session", "open_session", "live_context", "progress", "expand_home", "masker_for",
-           "mask_names_file", "server_address"]
+           "mask_names_file", "server_address", "context_file", "save_context", "load_context"]
 
 
 def progress(message: str) -> None:
@@ -135,9 +135,31 @@ def _session(run_id, runs_dir, options, inventory, server, clients) -> Session:
     tool = detect(clients[0])
     facts = recorder.record["hosts"]["server"]["facts"]
     home = expand_home(server, options.tomcat_home)
-    ctx = live_context(server, facts, tool, options, inventory, home)
+    ctx = load_context(runs_dir, run_id) or live_context(server, facts, tool, options, inventory, home)
     tomcat = Tomcat(server, home, port=options.http_port)
     return Session(run_id, options, inventory, server, clients, recorder, tool, tomcat, ctx, facts)
+
+
+def context_file(runs_dir: Path, run_id: str) -> Path:
+    """The run's host context as computed for the real hosts, kept beside (never inside) the run
+    being recorded: the copy in run.json is masked when host names are."""
+    return Path(runs_dir) / INPROGRESS / f"{run_id}.context.json"
+
+
+def save_context(runs_dir: Path, run_id: str, ctx: HostContext, recorder: RunRecorder | None = None) -> None:
+    """Record the context once (run.json, masked) and keep it for every step's session."""
+    path = context_file(runs_dir, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(ctx.to_dict()), encoding="utf-8")
+    if recorder is not None:
+        recorder.record["context"] = recorder.mask(ctx.to_dict())
+        recorder.save()
+
+
+def load_context(runs_dir: Path, run_id: str) -> HostContext | None:
+    """The context the run recorded when it started (None: a session outside a started run)."""
+    path = context_file(runs_dir, run_id)
+    return HostContext.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 def expand_home(host: Host, home: str) -> str:

@@ -17,7 +17,8 @@ from tunepath.live.facts import gather_facts
 from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
 from tunepath.live.hoststate import acquire_lock, release_lock
 from tunepath.live.loadgen import LoadTool, detect
-from tunepath.live.session import LiveOptions, expand_home, live_context, mask_names_file, masker_for
+from tunepath.live.session import (LiveOptions, context_file, expand_home, live_context, mask_names_file,
+                                   masker_for, save_context)
 from tunepath.live.tomcat import Tomcat
 
 __all__ = ["start_run", "HostFacts"]
@@ -71,12 +72,14 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
                 mask_names_file(runs_dir, run_id).parent.mkdir(parents=True, exist_ok=True)
                 mask_names_file(runs_dir, run_id).write_text(json.dumps(names))
             record = run_record(run_id, server_name, found, options, inventory, steps)
-            record["context"] = live_context(server, found.facts, found.tool, options, inventory,
-                                             found.tomcat_home).to_dict()
+            ctx = live_context(server, found.facts, found.tool, options, inventory, found.tomcat_home)
+            record["context"] = ctx.to_dict()
             recorder = RunRecorder(runs_dir, record, masker_for(inventory, options, runs_dir, run_id))
+            save_context(runs_dir, run_id, ctx)        # every step's session reuses it
         except BaseException:
             release_lock(server, run_id)
             mask_names_file(runs_dir, run_id).unlink(missing_ok=True)
+            context_file(runs_dir, run_id).unlink(missing_ok=True)
             raise
         return recorder, inventory
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from tunepath.live.actions import cleanup, run_block, verify
 from tunepath.live.loadgen import detect
 from tunepath.live.measure import measure
-from tunepath.live.session import progress
+from tunepath.live.session import live_context, progress, save_context
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
@@ -96,6 +96,10 @@ class Setup(Step):
             progress("setup: building wrk2 on the client")
             run_block(session, self.name, block, timeout=900)
             session.tool = detect(session.client)
+            # the later steps measure with wrk2: their commands (and the run's context) say so
+            session.ctx = live_context(session.server, session.facts, session.tool, session.options,
+                                       session.inventory, session.tomcat.home)
+            save_context(session.recorder.runs_dir, session.run_id, session.ctx, session.recorder)
             return
         rec.block(self.name, block.id, "client", block.text, "skipped", reason=reason)
         rec.warn(reason)
