@@ -34,7 +34,7 @@ if TYPE_CHECKING:       # annotations only: these layers call the hooks, not the
     from tunepath.live.session import Session
     from tunepath.publish.charts import Chart
 
-__all__ = ["Step", "KINDS"]
+__all__ = ["Step", "SweepStep", "KINDS"]
 
 KINDS = ("setup", "tuning", "comparison", "sweep", "analysis")
 
@@ -213,3 +213,28 @@ class Step:
             if found is not None:
                 block["analysis"] = found
         return doc
+
+
+class SweepStep(Step):
+    """A step whose variants are the points of one parameter, named ``<prefix>-<value>``
+    (``threads-16``, ``rate-5000``): labelled and ordered by their value."""
+
+    kind = "sweep"
+    prefix: str = ""
+
+    def value(self, variant: str) -> int | None:
+        """The number a variant stands for: ``threads-16`` → 16; None for any other name."""
+        head, _, tail = variant.rpartition("-")
+        return int(tail) if head == self.prefix and tail.isdigit() else None
+
+    def point_label(self, value: int) -> str:
+        raise NotImplementedError
+
+    def label(self, variant: str, ctx: HostContext) -> str:
+        value = self.value(variant)        # also a point outside this context's list
+        return self.point_label(value) if value is not None else variant
+
+    def sort_key(self, variant: str, ctx: HostContext) -> tuple:
+        value = self.value(variant)
+        return (0, value, variant) if value is not None else super().sort_key(variant, ctx)
+

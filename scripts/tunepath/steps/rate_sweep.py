@@ -7,22 +7,16 @@ from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.publish import formatting as fmt
-from tunepath.steps.base import Step
+from tunepath.steps.base import SweepStep
 from tunepath.steps.commands import restart
 
-__all__ = ["STEP", "rate_of"]
+__all__ = ["STEP"]
 
 
-def rate_of(variant: str) -> int | None:
-    """``rate-5000`` → 5000."""
-    head, _, tail = variant.rpartition("-")
-    return int(tail) if head == "rate" and tail.isdigit() else None
-
-
-class RateSweep(Step):
+class RateSweep(SweepStep):
     name = "rate-sweep"
     title = "Rate sweep: capacity at a latency objective"
-    kind = "sweep"
+    prefix = "rate"
     why = ("wrk2 offers a constant rate (open loop) and corrects its latencies for coordinated omission. Driving "
            "one JVM at rising rates shows where queueing starts: the latency percentiles stay flat while the "
            "server keeps up and climb steeply past capacity. The capacity worth quoting is the highest offered "
@@ -37,20 +31,15 @@ class RateSweep(Step):
         ("code", "pipeline.analysis(result)"),
     )
 
+    def point_label(self, value: int) -> str:
+        return f"{value:,} req/s offered"
+
     def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
-        return tuple(Variant(f"rate-{r}", f"{r:,} req/s offered", f"wrk2 at a constant {r:,} req/s")
+        return tuple(Variant(f"rate-{r}", self.point_label(r), f"wrk2 at a constant {r:,} req/s")
                      for r in ctx.rates)
 
-    def label(self, variant: str, ctx: HostContext) -> str:
-        r = rate_of(variant)
-        return f"{r:,} req/s offered" if r is not None else variant
-
-    def sort_key(self, variant: str, ctx: HostContext) -> tuple:
-        r = rate_of(variant)
-        return (0, r, variant) if r is not None else super().sort_key(variant, ctx)
-
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
-        if rate_of(variant):
+        if self.value(variant):
             return TomcatConfig()       # stock Tomcat, as in the recorded reference sweep
         return super().config(variant, ctx)
 
@@ -62,7 +51,7 @@ class RateSweep(Step):
                                 ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
         for v in self.variants_for(ctx):
             blocks.append(Block(f"load-{v.name}", "client", f"Offer {v.label} (the same JVM, rates in rising order)",
-                                ctx.sweep_command(rate_of(v.name)), variant=v.name))
+                                ctx.sweep_command(self.value(v.name)), variant=v.name))
         return blocks
 
     # --- live: one JVM through the whole sweep, from one client ------------------------------

@@ -6,22 +6,16 @@ from tunepath.analysis import stats
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
-from tunepath.steps.base import Step
+from tunepath.steps.base import SweepStep
 from tunepath.steps.commands import connector_xml, load_blocks, restart, sweep_connector
 
-__all__ = ["STEP", "threads_of"]
+__all__ = ["STEP"]
 
 
-def threads_of(variant: str) -> int | None:
-    """``threads-16`` → 16."""
-    head, _, tail = variant.rpartition("-")
-    return int(tail) if head == "threads" and tail.isdigit() else None
-
-
-class ThreadSweep(Step):
+class ThreadSweep(SweepStep):
     name = "thread-sweep"
     title = "Thread-count sweep: the best maxThreads for this host"
-    kind = "sweep"
+    prefix = "threads"
     why = ("The baseline set `maxThreads` to the online CPUs minus one, a rule of thumb. This step measures "
            "instead: the same configuration (access log off, keep-alive and connection limits raised) at "
            "`maxThreads` = 1, 2, 4 … 200 (the host context's `sweep_threads`), each repeated in interleaved "
@@ -38,27 +32,22 @@ class ThreadSweep(Step):
     def compares_variants(self) -> bool:
         return True
 
+    def point_label(self, value: int) -> str:
+        return f"maxThreads {value}"
+
     def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
-        return tuple(Variant(f"threads-{n}", f"maxThreads {n}", f"maxThreads = minSpareThreads = {n}")
+        return tuple(Variant(f"threads-{n}", self.point_label(n), f"maxThreads = minSpareThreads = {n}")
                      for n in ctx.sweep_threads)
 
-    def label(self, variant: str, ctx: HostContext) -> str:
-        n = threads_of(variant)
-        return f"maxThreads {n}" if n is not None else variant
-
-    def sort_key(self, variant: str, ctx: HostContext) -> tuple:
-        n = threads_of(variant)
-        return (0, n, variant) if n is not None else super().sort_key(variant, ctx)
-
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
-        n = threads_of(variant)
+        n = self.value(variant)
         if n:
             return TomcatConfig(access_log=False, connector=sweep_connector(n))
         return super().config(variant, ctx)
 
     def plan(self, ctx: HostContext) -> list[Block]:
         blocks = [Block(f"connector-{v.name}", "server", f"{v.label}: the HTTP Connector in "
-                        f"{ctx.tomcat_home}/conf/server.xml", connector_xml(sweep_connector(threads_of(v.name))),
+                        f"{ctx.tomcat_home}/conf/server.xml", connector_xml(sweep_connector(self.value(v.name))),
                         lang="xml", variant=v.name)
                   for v in self.variants_for(ctx)]
         return blocks + [restart(ctx), *load_blocks(ctx)]
@@ -92,7 +81,7 @@ class ThreadSweep(Step):
             if rows:
                 best = self.best(result, run)
                 out.append(thread_sweep_chart(rows, static, f"thread-sweep-{run.run_id}", run.run_id,
-                                              best["variant"] if best else None, threads_of))
+                                              best["variant"] if best else None, self.value))
         return out
 
 
