@@ -131,7 +131,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     if tool == "jmeter" and "summary =" not in window.results[0].stdout:
         _no_summary(session, step, variant, load, window.results[0], tag)
         return False, None
-    _record(session, step, variant, load, tool, config, window, started, nofile, repetition)
+    _record(session, step, variant, load, tool, config, window, started, nofile, repetition, clients)
     failed = [r for r in window.results if not r.ok]
     if failed:
         raise CommandFailed(failed[0], "the load generator failed; its output is recorded in the run")
@@ -173,8 +173,8 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
 
 
 def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
-            nofile: int | None, repetition: int) -> None:
-    results, clients = window.results, load_clients(session, step, variant)
+            nofile: int | None, repetition: int, clients: list[Host]) -> None:
+    results = window.results
     parts = None
     if len(clients) > 1:
         parts = [{"client": c.name, "stdout": r.stdout, "stderr": r.stderr, "exit_status": r.exited,

@@ -93,10 +93,10 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
     })
 
 
-def run_block(run: Run, step, frame: pd.DataFrame, path) -> dict:
+def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     """One run's part of a step's data: header, measurements, commands, verification
-    (``step``: the step object; ``path``: the step registry)."""
-    definition, step = step, step.name
+    (``definition``: the step object; ``path``: the step registry)."""
+    step = definition.name
     rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
     rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(path, run, step, r["variant"]))
     verification = {}
@@ -135,10 +135,9 @@ def historical_for(step: str, directory: Path | None) -> list[dict]:
     return out
 
 
-def step_document(step, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
+def step_document(s, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
                   notebook: dict, historical: list[dict] | None = None, path=None) -> dict:
-    """A step's Hugo data (``step``: the step object; ``path``: the step registry)."""
-    s = step
+    """A step's Hugo data (``s``: the step object; ``path``: the step registry)."""
     blocks = [run_block(r, s, frame, path) for r in runs if s.name in r.steps()]
     return {
         "step": s.name, "number": s.number, "title": s.title, "page": s.page,
