@@ -63,12 +63,6 @@ def offered_rate(command: str) -> float | None:
     return float(m.group(1)) * scale
 
 
-def sort_key(path, run: Run, step: str, variant: str) -> tuple:
-    """Steps in the path's order; within one, the step's own order of its variants
-    (``path`` is the step registry)."""
-    return path.sort_key(step, variant, run.context)
-
-
 def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], dict | None]:
     """Several clients at once: their reports parsed, throughput summed, latency merged."""
     from tunepath.parse.merge import merge_reports
@@ -226,7 +220,8 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
                                    "raw": r["raw"], "flags": [f.to_data() for f in r["flags"]]} for r in recs]
-            row["sort"] = sort_key(path, by_run[run_id], step, variant) if run_id in by_run else (99, 1, 0, variant)
+            row["sort"] = (path.sort_key(step, variant, by_run[run_id].context) if run_id in by_run
+                          else (99, 1, 0, variant))
             run_rows.append(row)
         run_rows.sort(key=lambda r: r["sort"])
         _derive(run_rows, path)

@@ -86,6 +86,7 @@ def measurable(step, session: Session, blocked: dict[str, str]) -> list[str]:
     """The variants these hosts can measure; the others are recorded as skipped, with why."""
     out = []
     java = java_major(session)
+    blocks = step.plan(session.ctx)
     for variant in step.variants_for(session.ctx):
         needs = step.disruptive_needs.get(variant.name, ())
         missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
@@ -95,7 +96,7 @@ def measurable(step, session: Session, blocked: dict[str, str]) -> list[str]:
                            "(give a newer JDK with --java-home)")
         if missing:
             session.recorder.skipped(step.name, variant.name, "; ".join(missing),
-                                     commands=[b.text for b in step.plan(session.ctx) if b.id in needs])
+                                     commands=[b.text for b in blocks if b.id in needs])
             progress(f"{step.name}/{variant.name}: skipped ({'; '.join(missing)})")
             continue
         out.append(variant.name)

@@ -13,7 +13,6 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 from tunepath.publish.display import clean, display, num
-from tunepath.analysis.frames import sort_key
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 
@@ -98,7 +97,7 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     (``definition``: the step object; ``path``: the step registry)."""
     step = definition.name
     rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
-    rows = sorted(rows.to_dict("records"), key=lambda r: sort_key(path, run, step, r["variant"]))
+    rows = sorted(rows.to_dict("records"), key=lambda r: path.sort_key(step, r["variant"], run.context))
     verification = {}
     for v in run.verifications:
         if v.step == step:
@@ -177,7 +176,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                               "requests_per_sec": num(r["requests_per_sec"]),
                               "flags": [_flag_entry(f) for f in r.get("flags") or []], "display": display(r).to_data()})
                       for r in sorted(others[others.step == step].to_dict("records"),
-                                      key=lambda r: sort_key(path, run, r["step"], r["variant"]))]}
+                                      key=lambda r: path.sort_key(r["step"], r["variant"], run.context))]}
             for step in [s.name for s in path if s.name in set(others.step)]]
         hosts.append(entry)
     return {"notebook": notebook, "hosts": hosts}

@@ -99,6 +99,12 @@ def render(step) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+def _stale(notebooks_dir: Path, registry) -> list[Path]:
+    """Numbered notebooks in ``notebooks_dir`` that no step of ``registry`` owns."""
+    owned = {s.notebook for s in registry}
+    return [p for p in sorted(Path(notebooks_dir).glob("*.ipynb")) if NUMBERED.match(p.name) and p.name not in owned]
+
+
 def write_all(notebooks_dir: Path, registry) -> list[str]:
     """Write every step's notebook; remove numbered notebooks no step owns. Returns what changed."""
     notebooks_dir = Path(notebooks_dir)
@@ -110,11 +116,9 @@ def write_all(notebooks_dir: Path, registry) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             changed.append(f"wrote {path.name}")
-    owned = {s.notebook for s in registry}
-    for path in sorted(notebooks_dir.glob("*.ipynb")):
-        if NUMBERED.match(path.name) and path.name not in owned:
-            path.unlink()
-            changed.append(f"removed {path.name} (no step owns it)")
+    for path in _stale(notebooks_dir, registry):
+        path.unlink()
+        changed.append(f"removed {path.name} (no step owns it)")
     return changed
 
 
@@ -128,10 +132,7 @@ def check_all(notebooks_dir: Path, registry) -> list[str]:
             problems.append(f"{path.name} is missing (step {step.name})")
         elif path.read_text(encoding="utf-8") != render(step):
             problems.append(f"{path.name} differs from the template's rendering of step {step.name}")
-    owned = {s.notebook for s in registry}
-    problems += [f"{p.name} belongs to no step" for p in sorted(notebooks_dir.glob("*.ipynb"))
-                 if NUMBERED.match(p.name) and p.name not in owned]
-    return problems
+    return problems + [f"{p.name} belongs to no step" for p in _stale(notebooks_dir, registry)]
 
 
 def parameters(mode: str, runs_dir: Path, site_dir: Path, run_ids: list[str] | None = None, *,

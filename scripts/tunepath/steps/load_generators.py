@@ -13,7 +13,7 @@ from tunepath.steps.commands import restart, warm_up
 
 __all__ = ["STEP", "JMETER_PLAN", "JMETER_PLAN_XML"]
 
-TOOLS = {"wrk2": "wrk2", "wrk": "wrk", "ab": "ab", "jmeter": "jmeter"}   # variant → binary
+TOOLS = frozenset({"wrk2", "wrk", "ab", "jmeter"})   # each variant is the binary of that name
 JMETER_PLAN = "~/.tunepath/jmeter-plan.jmx"
 JMETER_PLAN_XML = (Path(__file__).parent / "templates" / "jmeter-plan.jmx").read_text(encoding="utf-8").rstrip("\n")
 
@@ -58,7 +58,7 @@ class LoadGenerators(Step):
 
     # --- live ---------------------------------------------------------------------------
     def skip_reasons(self, session, variant: Variant) -> list[str]:
-        binary = TOOLS[variant.name]
+        binary = variant.name
         if session.client.run(f"command -v {binary}", check=False, timeout=15).exited == 0:
             return []
         return [f"{binary} is not installed on the client" + (
