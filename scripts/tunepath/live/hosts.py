@@ -8,8 +8,10 @@ explicit option), and every remote command runs under ``timeout`` on the host, s
 command that outlives its limit is ended there, not merely abandoned.
 
 Secrets never travel as parameters: keys come from ``key_file`` or the agent. Steps that
-need root use ``sudo -n``: a server where sudo asks for a password gets a clear error (and
-disruptive steps are skipped by their preflight) instead of a password in a file.
+need root use ``sudo -n``: a server where sudo asks for a password gets a clear error saying how
+to allow passwordless sudo (and disruptive steps are skipped by their preflight). There is no way
+to give tunepath a sudo password, on purpose: ``sudo`` also runs inside the commands the pages
+print, where a password could only travel in the command line or a file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import shlex
 import signal
 import socket
+import stat
 import subprocess
 import time
 from contextlib import ExitStack, contextmanager
@@ -27,13 +30,18 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.inventory import HostSpec, Inventory, load_inventory, local_inventory
+from tunepath.live.knownhosts import HostKeyCheck, HostKeyError, RevokedHostKey, UnknownHostKey, describe
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory", "Host", "LocalHost", "SSHHost",
-           "CommandResult", "CommandFailed", "HostKeyError", "connect", "open_hosts", "DEFAULT_TIMEOUT"]
+           "CommandResult", "CommandFailed", "HostKeyError", "connect", "connect_all", "open_hosts",
+           "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 120          # seconds, for one command
 CONNECT_TIMEOUT = 15           # seconds, for an SSH connection
 KILL_GRACE = 5                 # seconds between TERM and KILL when a command times out
+SUDO_HOWTO = ("Allow the user passwordless sudo: on the host, run "
+              "echo \"$(id -un) ALL=(ALL) NOPASSWD: ALL\" | sudo tee /etc/sudoers.d/tunepath && "
+              "sudo chmod 0440 /etc/sudoers.d/tunepath (remove the file after the run)")
 SUDO_SHIM = 'if [ "$(id -u)" = 0 ] && ! command -v sudo >/dev/null; then sudo() { "$@"; }; fi\n'
 
 
@@ -49,10 +57,6 @@ class CommandFailed(TunepathError):
         if hint:
             msg += f". {hint}"
         super().__init__(msg)
-
-
-class HostKeyError(TunepathError):
-    pass
 
 
 @dataclass
@@ -98,8 +102,8 @@ class Host:
         if child_times:
             result.stderr, result.child_cpu_s = _split_times(result.stderr)
         if sudo and result.exited != 0 and "a password is required" in result.stderr:
-            raise TunepathError(f"on {self.name}: `{command}` needs root, and sudo asks for a password: "
-                                "allow this user passwordless sudo for the tuning commands")
+            raise TunepathError(f"on {self.name}: `{command}` needs root, and sudo asks for a password "
+                                f"(tunepath never sends one). {SUDO_HOWTO}")
         if check and not result.ok:
             raise CommandFailed(result, hint)
         return result
@@ -117,8 +121,10 @@ class Host:
 
     def kill_group(self, pidfile: str) -> bool:
         """End the process group recorded in ``pidfile`` (TERM, then KILL); True if one was running."""
-        r = self._run(f"pf={pidfile}; [ -s $pf ] || exit 3; g=$(cat $pf); rm -f $pf; "
-                      f"kill -TERM -- -$g 2>/dev/null || exit 4; "
+        from tunepath.model.shell import quote
+
+        r = self._run(f"pf={quote(pidfile, 'pid file')}; [ -s \"$pf\" ] || exit 3; g=$(cat \"$pf\"); rm -f \"$pf\"; "
+                      f"case $g in ''|*[!0-9]*) exit 3;; esac; kill -TERM -- -$g 2>/dev/null || exit 4; "
                       f"for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 -- -$g 2>/dev/null || exit 0; sleep 0.3; done; "
                       f"kill -KILL -- -$g 2>/dev/null; exit 0", 30, display=f"kill group from {pidfile}")
         return r.exited == 0
@@ -164,7 +170,8 @@ class LocalHost(Host):
     def _run(self, command: str, timeout: float, display: str, pidfile: str | None = None) -> CommandResult:
         start = time.monotonic()
         if pidfile:
-            command = f"echo $$ > {pidfile}; exec bash -c {shlex.quote(command)}"
+            from tunepath.model.shell import quote
+            command = f"echo $$ > {quote(pidfile, 'pid file')}; exec bash -c {shlex.quote(command)}"
         proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
                                 cwd=os.path.expanduser("~"))     # as over SSH: commands start at home
@@ -183,11 +190,35 @@ class LocalHost(Host):
 
     def put(self, local: Path, remote: str) -> None:
         target = Path(os.path.expanduser(remote))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(Path(local).read_bytes())
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copy_keeping_mode(Path(local), target)
+        except OSError as exc:
+            raise TunepathError(f"on {self.name}: copying {local} to {remote} failed "
+                                f"({exc.strerror or exc})") from None
 
     def get(self, remote: str, local: Path) -> None:
-        Path(local).write_bytes(Path(os.path.expanduser(remote)).read_bytes())
+        try:
+            copy_keeping_mode(Path(os.path.expanduser(remote)), Path(local))
+        except OSError as exc:
+            raise TunepathError(f"on {self.name}: copying {remote} to {local} failed "
+                                f"({exc.strerror or exc})") from None
+
+
+def copy_keeping_mode(source: Path, target: Path) -> None:
+    """Copy bytes and permission bits, as Fabric's ``put`` does, without a moment where the target
+    is more open than either: it is truncated and made 0600 before the first byte is written, and
+    gets the source's mode only when complete (a 0600 server.xml holding the AJP secret stays 0600)."""
+    mode = stat.S_IMODE(os.stat(source).st_mode)
+    data = source.read_bytes()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)       # a target that existed keeps its mode through O_TRUNC
+        while data:
+            data = data[os.write(fd, data):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _end_group(proc: subprocess.Popen) -> None:
@@ -206,53 +237,64 @@ def _end_group(proc: subprocess.Popen) -> None:
 class SSHHost(Host):
     """A remote host through Fabric, with host-key checking and on-host timeouts."""
 
-    def __init__(self, spec: HostSpec, known_hosts: Path, trust_new_host: bool = False):
-        import paramiko
+    def __init__(self, spec: HostSpec, known_hosts: Path, trust_new_host: bool = False,
+                 check: HostKeyCheck | None = None):
+        """``check``: the host-key policy shared by the hosts of one inventory (:func:`connect_all`);
+        the keys it trusts are written by its owner, never here."""
         from fabric import Connection
 
         self.spec = spec
-        self.known_hosts = Path(known_hosts).expanduser()
-        self.trust_new_host = trust_new_host
+        self.check = check or HostKeyCheck(known_hosts, trust_new_host)
+        self.known_hosts = self.check.path
+        self.trust_new_host = self.check.trust_new
         connect_kwargs = {"look_for_keys": spec.key_file is None, "allow_agent": True,
                           "banner_timeout": CONNECT_TIMEOUT, "auth_timeout": CONNECT_TIMEOUT}
         if spec.key_file:
             connect_kwargs["key_filename"] = spec.key_file
         self.conn = Connection(spec.host, user=spec.user, port=spec.port, connect_timeout=CONNECT_TIMEOUT,
                                connect_kwargs=connect_kwargs)
-        client = self.conn.client
         # Fabric sets AutoAddPolicy and loads no known_hosts: undo both before connecting.
-        if self.known_hosts.is_file():
-            client.load_host_keys(str(self.known_hosts))
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if trust_new_host
-                                           else paramiko.RejectPolicy())
+        self.check.prepare(self.conn.client)
         self._open()
 
     def _open(self) -> None:
-        import paramiko
-
         try:
             self.conn.open()
-        except paramiko.BadHostKeyException:
-            raise HostKeyError(
-                f"{self.name}: the host key differs from the one in {self.known_hosts}: the host was "
-                f"reinstalled, or someone is in the middle. Nothing was run. If the change is expected, "
-                f"remove the old entry (ssh-keygen -R '{self._known_name()}' -f {self.known_hosts}) and "
-                f"connect once with trust_new_hosts") from None
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostKeyError(
-                    f"{self.name}: host key unknown (not in {self.known_hosts}). Nothing was run. Check its "
-                    f"fingerprint, then add it (ssh-keyscan -p {self.spec.port} {self.spec.host} >> "
-                    f"{self.known_hosts}) or rerun with trust_new_hosts") from None
-            raise TunepathError(f"{self.name}: SSH failed: {exc}") from None
-        except (socket.timeout, TimeoutError):
-            raise TunepathError(f"{self.name}: no SSH connection within {CONNECT_TIMEOUT} s "
-                                "(host down, wrong port, or a firewall)") from None
-        except OSError as exc:
-            raise TunepathError(f"{self.name}: cannot connect: {exc.strerror or exc}") from None
-        if self.trust_new_host:
-            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
-            self.conn.client.save_host_keys(str(self.known_hosts))
+        except Exception as exc:
+            self.conn.client.close()      # a refused host key leaves paramiko's transport running
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: Exception) -> TunepathError:
+        """One line for each way connecting fails; host-key problems say what to do."""
+        import paramiko
+
+        known = self.known_hosts
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return HostKeyError(
+                f"{self.name}: the host key differs from the one in {known} (it sent {describe(exc.key)}): "
+                f"the host was reinstalled, or someone is in the middle. Nothing was run. If the change is "
+                f"expected, remove the old entry (ssh-keygen -R '{self._known_name()}' -f {known}) and "
+                f"connect once with --trust-new-hosts")
+        if isinstance(exc, RevokedHostKey):
+            return HostKeyError(
+                f"{self.name}: the host key ({describe(exc.key)}) is marked @revoked in {known} (line "
+                f"{exc.line}). Nothing was run. A revoked key is never accepted: the host needs a new key")
+        if isinstance(exc, UnknownHostKey):
+            return HostKeyError(
+                f"{self.name}: host key unknown (not in {known}; it sent {describe(exc.key)}). Nothing was "
+                f"run. Check its fingerprint, then add it (ssh-keyscan -p {self.spec.port} {self.spec.host} "
+                f">> {known}) or rerun with --trust-new-hosts")
+        if isinstance(exc, TunepathError):
+            return exc
+        if isinstance(exc, (socket.timeout, TimeoutError)):
+            return TunepathError(f"{self.name}: no SSH connection within {CONNECT_TIMEOUT} s "
+                                 "(host down, wrong port, or a firewall)")
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, paramiko.SSHException):
+            return TunepathError(f"{self.name}: SSH failed: {why}")
+        if isinstance(exc, OSError):
+            return TunepathError(f"{self.name}: cannot connect: {exc.strerror or why}")
+        return TunepathError(f"{self.name}: SSH failed ({type(exc).__name__}: {why})")
 
     def _known_name(self) -> str:
         return self.spec.host if self.spec.port == 22 else f"[{self.spec.host}]:{self.spec.port}"
@@ -261,7 +303,8 @@ class SSHHost(Host):
         limit = max(1, int(timeout + 0.999))
         remote = f"timeout --kill-after={KILL_GRACE}s {limit}s bash -c {shlex.quote(command)}"
         if pidfile:   # timeout makes itself a process-group leader; exec keeps this shell's pid
-            remote = f"echo $$ > {pidfile}; exec {remote}"
+            from tunepath.model.shell import quote
+            remote = f"echo $$ > {quote(pidfile, 'pid file')}; exec {remote}"
         start = time.monotonic()
         try:
             res = self.conn.run(remote, hide=True, warn=True, in_stream=False, timeout=limit + KILL_GRACE + 10)
@@ -276,8 +319,16 @@ class SSHHost(Host):
                              timeout, timed_out)
 
     def put(self, local: Path, remote: str) -> None:
+        """Upload, keeping the file's mode (Fabric's ``put`` chmods to it afterwards). The target is
+        first made empty and 0600 on the host, so it is never readable by others while the bytes
+        arrive (SFTP alone creates it 0644 and chmods only at the end)."""
+        path = remote[2:] if remote.startswith("~/") else remote    # SFTP and SSH both start at home
+        # shlex.quote, not model.shell.quote: the shell must name exactly the file SFTP writes, so no
+        # ``~`` or ``$HOME`` may expand here
+        self.run(f"umask 077 && : > {shlex.quote(path)} && chmod 600 {shlex.quote(path)}", timeout=30,
+                 hint=f"cannot create {remote} on the host")
         try:
-            self.conn.put(str(local), remote[2:] if remote.startswith("~/") else remote)
+            self.conn.put(str(local), path)
         except Exception as exc:   # paramiko's SFTP errors
             raise TunepathError(f"on {self.name}: uploading {local} to {remote} failed ({exc or type(exc).__name__}); "
                                 "is SFTP enabled in the host's sshd (Subsystem sftp)?") from None
@@ -292,16 +343,43 @@ class SSHHost(Host):
         self.conn.close()
 
 
+def connect_all(inventory: Inventory, trust_new_hosts: bool = False) -> tuple[Host, list[Host]]:
+    """The server and every client, connected. The host keys trusted on the way are appended to
+    known_hosts only once all of them connected; if one fails, those already open are closed and
+    nothing is written. The caller closes the hosts (or uses :func:`open_hosts`)."""
+    remote = not (inventory.server.local and all(c.local for c in inventory.clients))
+    check = HostKeyCheck(inventory.known_hosts, trust_new_hosts) if remote else None
+    with ExitStack() as stack:
+        server = stack.enter_context(connect(inventory.server, inventory, trust_new_hosts, check))
+        clients = [stack.enter_context(connect(c, inventory, trust_new_hosts, check)) for c in inventory.clients]
+        if check is not None:
+            check.save()
+        stack.pop_all()
+    return server, clients
+
+
 @contextmanager
 def open_hosts(inventory: Inventory, trust_new_hosts: bool = False):
     """``(server, clients)``, all closed on exit — also when a later connection fails."""
+    server, clients = connect_all(inventory, trust_new_hosts)
     with ExitStack() as stack:
-        server = stack.enter_context(connect(inventory.server, inventory, trust_new_hosts))
-        clients = [stack.enter_context(connect(c, inventory, trust_new_hosts)) for c in inventory.clients]
+        for host in (server, *clients):
+            stack.callback(host.close)
         yield server, clients
 
 
-def connect(spec: HostSpec, inventory: Inventory, trust_new_hosts: bool = False) -> Host:
+def connect(spec: HostSpec, inventory: Inventory, trust_new_hosts: bool = False,
+            check: HostKeyCheck | None = None) -> Host:
+    """One host. Without ``check`` (a host on its own), a key trusted for it is appended to
+    known_hosts as soon as it connected; with one, the owner of ``check`` appends (:func:`connect_all`)."""
     if spec.local:
         return LocalHost(spec)
-    return SSHHost(spec, inventory.known_hosts, trust_new_hosts)
+    if check is not None:
+        return SSHHost(spec, inventory.known_hosts, trust_new_hosts, check)
+    host = SSHHost(spec, inventory.known_hosts, trust_new_hosts)
+    try:
+        host.check.save()
+    except BaseException:
+        host.close()
+        raise
+    return host

@@ -17,11 +17,19 @@ Without an inventory both roles are this machine, reached without SSH
 (:func:`local_inventory`).
 
 Passwords are refused: keys come from ``key_file`` or the SSH agent, root from passwordless sudo.
+
+Every value is checked here, once, before anything connects: TOML gives typed values, and a
+wrong type must not slip through (``port = true`` is a bool, which Python also calls an int).
+Host and user names end up in ``known_hosts`` lines and in messages, so they may hold no
+whitespace or control characters: a host name with a newline could otherwise append a line of
+its choosing to ``known_hosts``. Each problem is one line naming the file and the key.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +37,13 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory"]
+
+MAX_INVENTORY_BYTES = 1 << 20          # an inventory is a few lines; /dev/zero is not one
+HOST_KEYS = ("host", "port", "user", "key_file")
+TOP_KEYS = ("server", "clients", "known_hosts")
+SECRET_KEYS = ("password", "passphrase", "sudo_password")
+HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
+USER_NAME = re.compile(r"[A-Za-z0-9_][^\s\x00-\x1f\x7f:/]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -68,24 +83,114 @@ def local_inventory() -> Inventory:
                      Path("~/.ssh/known_hosts").expanduser())
 
 
-def _spec(role: str, raw, where: str) -> HostSpec:
-    if not isinstance(raw, dict):
-        raise TunepathError(f"{where}: [{role}] must be a table with at least host = \"…\"")
-    unknown = set(raw) - {"host", "port", "user", "key_file"}
-    if unknown:
-        raise TunepathError(f"{where}: [{role}] has unknown key(s) {', '.join(sorted(unknown))}; "
-                            "allowed: host, port, user, key_file")
-    if not isinstance(raw.get("host"), str) or not raw["host"]:
-        raise TunepathError(f"{where}: [{role}] needs host = \"name or address\" (or \"local\")")
+def _kind(value) -> str:
+    """What a TOML value is, in words (never the value itself: it may be long or hold newlines)."""
+    names = {bool: "a boolean", int: "a number", float: "a decimal number", str: "a string",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _string(raw: dict, key: str, where: str) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TunepathError(f"{where} {key} must be a string, not {_kind(value)}")
+    if not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise TunepathError(f"{where} {key} must be a non-empty string without control characters")
+    return value
+
+
+def _host(raw: dict, where: str) -> str:
+    host = _string(raw, "host", where)
+    if host is None:
+        raise TunepathError(f"{where} needs host = \"name or address\" (or \"local\")")
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if len(host) > 253 or not HOST_NAME.fullmatch(host):
+        raise TunepathError(f"{where} host must be a DNS name or an IP address (letters, digits, '.', '-', "
+                            "'_'; at most 253 characters; no user@ or :port, which have their own keys)")
+    return host
+
+
+def _port(raw: dict, where: str) -> int:
     port = raw.get("port", 22)
-    if not isinstance(port, int) or not 0 < port < 65536:
-        raise TunepathError(f"{where}: [{role}] port must be a number from 1 to 65535")
-    key = raw.get("key_file")
-    if key is not None:
-        key = str(Path(key).expanduser())
-        if not Path(key).is_file():
-            raise TunepathError(f"{where}: [{role}] key_file {key} does not exist")
-    return HostSpec(role, raw["host"], port, raw.get("user"), key)
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TunepathError(f"{where} port must be a whole number from 1 to 65535, not {_kind(port)}")
+    if not 0 < port < 65536:
+        raise TunepathError(f"{where} port must be a whole number from 1 to 65535, not {port}")
+    return port
+
+
+def _path(raw: dict, key: str, where: str) -> Path | None:
+    """A path value, expanded; one line if the name cannot be a path on this system."""
+    value = _string(raw, key, where)
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:   # ENAMETOOLONG, ELOOP, EACCES on a parent, …
+        raise TunepathError(f"{where} {key} {value}: {exc.strerror or exc}") from None
+    return path
+
+
+def _spec(role: str, raw, where: str) -> HostSpec:
+    at = f"{where}: [{role}]"
+    if not isinstance(raw, dict):
+        raise TunepathError(f"{at} must be a table with at least host = \"…\", not {_kind(raw)}")
+    unknown = set(raw) - set(HOST_KEYS)
+    if unknown:
+        raise TunepathError(f"{at} has unknown key(s) {', '.join(sorted(map(repr, unknown)))}; "
+                            f"allowed: {', '.join(HOST_KEYS)}")
+    host, port = _host(raw, at), _port(raw, at)
+    user = _string(raw, "user", at)
+    if user is not None and not USER_NAME.fullmatch(user):
+        raise TunepathError(f"{at} user must be a login name (no spaces, ':' or '/', at most 64 characters, "
+                            "not starting with '-')")
+    key = _path(raw, "key_file", at)
+    if key is not None and not key.is_file():
+        raise TunepathError(f"{at} key_file {key} {'is not a file' if key.exists() else 'does not exist'}")
+    return HostSpec(role, host, port, user, None if key is None else str(key))
+
+
+def _read(path: Path) -> dict:
+    """The file's TOML; every way reading it can fail is one line naming the file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_INVENTORY_BYTES + 1)
+    except FileNotFoundError:
+        raise TunepathError(f"inventory {path} not found") from None
+    except IsADirectoryError:
+        raise TunepathError(f"inventory {path} is a directory; give the hosts.toml file") from None
+    except OSError as exc:   # permission denied, name too long, an I/O error
+        raise TunepathError(f"inventory {path}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > MAX_INVENTORY_BYTES:
+        raise TunepathError(f"inventory {path}: larger than {MAX_INVENTORY_BYTES >> 20} MB; not a hosts.toml")
+    try:
+        text = data.decode("utf-8-sig")      # TOML is UTF-8; a BOM from an editor is harmless
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise TunepathError(f"inventory {path}: not UTF-8 (line {line}); save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TunepathError(f"inventory {path}: not valid TOML ({exc})") from None
+
+
+def _refuse_secrets(data: dict, where: str) -> None:
+    clients = data.get("clients")
+    tables = [data, data.get("server")] + (clients if isinstance(clients, list) else [])
+    for key in SECRET_KEYS:
+        if any(isinstance(t, dict) and key in t for t in tables):
+            raise TunepathError(f"{where}: '{key}' is not accepted in an inventory: passwords never go "
+                                "into files that runs publish; use key files or the SSH agent, and "
+                                "passwordless sudo")
 
 
 def load_inventory(path: str | os.PathLike | None) -> Inventory:
@@ -93,27 +198,22 @@ def load_inventory(path: str | os.PathLike | None) -> Inventory:
     if path is None:
         return local_inventory()
     path = Path(path).expanduser()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TunepathError(f"inventory {path} not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TunepathError(f"inventory {path}: not valid TOML ({exc})") from None
+    data = _read(path)
     where = str(path)
-    for key in ("password", "passphrase", "sudo_password"):
-        if any(key in (t or {}) for t in [data, data.get("server")] + list(data.get("clients") or [])
-               if isinstance(t, dict)):
-            raise TunepathError(f"{where}: '{key}' is not accepted in an inventory: passwords never go "
-                                "into files that runs publish; use key files or the SSH agent, and "
-                                "passwordless sudo")
-    unknown = set(data) - {"server", "clients", "known_hosts"}
+    _refuse_secrets(data, where)
+    unknown = set(data) - set(TOP_KEYS)
     if unknown:
-        raise TunepathError(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+        raise TunepathError(f"{where}: unknown top-level key(s) {', '.join(sorted(map(repr, unknown)))}; "
+                            f"allowed: {', '.join(TOP_KEYS)}")
     if "server" not in data:
         raise TunepathError(f"{where}: a [server] table is required")
-    clients = data.get("clients") or []
-    if not isinstance(clients, list) or not clients:
-        raise TunepathError(f"{where}: at least one [[clients]] table is required")
-    known = Path(data.get("known_hosts", "~/.ssh/known_hosts")).expanduser()
+    clients = data.get("clients", [])
+    if not isinstance(clients, list) or not clients or not all(isinstance(c, dict) for c in clients):
+        got = "none" if clients == [] else _kind(clients) if not isinstance(clients, list) else \
+            f"an array holding {_kind(next(c for c in clients if not isinstance(c, dict)))}"
+        raise TunepathError(f"{where}: at least one [[clients]] table (double brackets) is required; found {got}")
+    known = _path(data, "known_hosts", f"{where}:") or Path("~/.ssh/known_hosts").expanduser()
+    if known.exists() and not known.is_file():
+        raise TunepathError(f"{where}: known_hosts {known} is not a file")
     return Inventory(_spec("server", data["server"], where),
                      tuple(_spec("client", c, where) for c in clients), known, path)
