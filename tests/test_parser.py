@@ -17,6 +17,8 @@ CONTRACT_KEYS = {
     "tool", "url", "threads", "connections", "calibration", "latency_ms", "req_per_sec_per_thread",
     "percentiles_ms", "uncorrected_percentiles_ms", "histogram", "requests", "duration_s", "bytes_read",
     "requests_per_sec", "transfer_per_sec_bytes", "socket_errors", "non_2xx_3xx", "warnings",
+    # added by issue 10: the header's duration, the uncorrected histogram, the typed problems
+    "header_duration_s", "uncorrected_histogram", "problems", "requests_per_sec_trusted",
 }
 
 

@@ -12,7 +12,11 @@ beside), a short ``code`` and a sentence for readers. The checks:
 - ``rate-short``: wrk2 served less than the offered rate (the server is past capacity);
 - ``calibration``: wrk2's calibration did not complete (too short a run);
 - ``duration``: the measured duration is far from the requested one;
-- ``socket-errors`` and ``non-2xx``: failed requests.
+- ``socket-errors`` and ``non-2xx``: failed requests;
+- ``report-inconsistent``, ``report-derived``, ``report-cut``, ``report-damaged``,
+  ``report-absurd``: the report itself cannot be fully trusted (the parser's typed
+  ``problems``: Requests/sec disagrees with requests ÷ duration, was recomputed from them,
+  a line or section is cut, a line held NUL bytes or invalid UTF-8, a value is impossible).
 
 CPU figures come from ``/proc/stat`` sampled before and after the measurement on every
 host (``cpu_utilisation`` in the run record), the Tomcat process's own CPU time and the
@@ -233,6 +237,20 @@ def _error_flags(report) -> list[NoiseFlag]:
     return out
 
 
+# the display field beside which a problem with a report field is flagged (default: requests_per_sec)
+_PROBLEM_FIELDS = {"percentiles_ms": "latency_p99", "histogram": "latency_p99",
+                   "uncorrected_percentiles_ms": "latency_p99", "uncorrected_histogram": "latency_p99",
+                   "latency_ms": "latency_avg", "socket_errors": "errors", "non_2xx_3xx": "non_2xx_3xx",
+                   "transfer_per_sec_bytes": "transfer_per_sec", "calibration": "latency_p99",
+                   "req_per_sec_per_thread": "latency_p99"}
+
+
+def _report_flags(report) -> list[NoiseFlag]:
+    """The parser's typed problems: a figure of the report itself is not to be trusted."""
+    return [_flag(f"report-{p.code}", _PROBLEM_FIELDS.get(p.field, "requests_per_sec"), p.text)
+            for p in getattr(report, "problems", None) or ()]
+
+
 def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_rate: float | None,
               server_cpus: int | None, client_cpus: int | None, same_machine: bool,
               proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[NoiseFlag]:
@@ -250,4 +268,5 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
             + _rate_flag(report, offered_rate, t)
             + _calibration_flag(report, tool)
             + _duration_flag(report, command, tool, t)
-            + _error_flags(report))
+            + _error_flags(report)
+            + _report_flags(report))

@@ -18,8 +18,11 @@ fields so the rest of the pipeline treats ab like wrk:
   ``socket_errors["write"]``, ``Non-2xx responses`` to ``non_2xx_3xx``.
 
 Anything that is no ab report (empty stdout, ab's usage text, a run that stopped
-on an error such as ``apr_socket_connect(): Connection refused (111)``) raises
-:class:`~tunepath.parse.wrk.ParseError` with one sentence a person can act on.
+on an error such as ``apr_socket_connect(): Connection refused (111)``, two reports in one
+text) raises :class:`~tunepath.parse.wrk.ParseError` with one sentence a person can act on.
+Like wrk's, a report that parses is checked (:mod:`~tunepath.parse.problems`): ``Requests per
+second`` against ``Complete requests`` ÷ ``Time taken`` within the rounding of both prints, lines
+holding NUL bytes or invalid UTF-8, a report cut before its last table, impossible values.
 
 To parse a report of any tool (ab, wrk, wrk2, JMeter), use
 :func:`tunepath.parse.reports.parse_report`: it recognises ab by :data:`AB_BANNER`.
@@ -31,7 +34,9 @@ import math
 import re
 
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, Stats, WrkReport
-from tunepath.parse.units import UnitError, parse_number
+from tunepath.parse.problems import Problem, absurd_values, damaged, judge_rate, unread_problems
+from tunepath.parse.source import read_report_file
+from tunepath.parse.units import UnitError, half_digit, parse_number
 
 __all__ = ["parse_ab", "parse_ab_file", "AB_BANNER"]
 
@@ -40,6 +45,8 @@ AB_BANNER = "This is ApacheBench"
 # ab's percentile rows that have a wrk counterpart (66, 80, 95 and 98 % are dropped)
 _PCT_MAP = {"50": "50", "75": "75", "90": "90", "99": "99", "100": "100"}
 _FAILURE_KINDS = ("Connect", "Receive", "Length", "Exceptions")
+# labels one report prints once: a second one means two reports in one text
+_ONCE = ("Concurrency Level", "Time taken for tests", "Complete requests", "Requests per second")
 
 _A = re.ASCII
 RE_KV = re.compile(r"^([A-Za-z][A-Za-z0-9 /\-]*?):\s*(.*?)\s*$", _A)
@@ -71,8 +78,8 @@ RE_COUNT = re.compile(r"[0-9]+", _A)
 
 
 def parse_ab_file(path) -> WrkReport:
-    """Parse a file of ab output; bytes that are not UTF-8 are replaced, not fatal."""
-    return parse_ab(_read(path))
+    """Parse a file of ab output (size-limited, regular files only)."""
+    return parse_ab(read_report_file(path))
 
 
 def parse_ab(text: str) -> WrkReport:
@@ -94,11 +101,6 @@ def parse_ab(text: str) -> WrkReport:
         if isinstance(exc, ParseError):
             raise
         raise ParseError(f"damaged ab report: {exc}") from None
-
-
-def _read(path) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode("utf-8", errors="replace")
 
 
 def _count(value: str, label: str) -> int:
@@ -135,12 +137,22 @@ class _AbParser:
         self.ab_warnings: list[str] = []
         self.error_line: str | None = None
         self.banner = False
+        self.number = 0                                  # the line being read, from 1
+        self.once: dict[str, int] = {}                   # labels a report prints once → their line
+        self.unread: dict[str, list[tuple[int, str]]] = {}   # lines with NUL bytes or invalid UTF-8
+        self.columns = 0                                 # values per Connection Times row (5, or 3 with -S)
+        self.longest = False                             # the percentile table's last row was read
+        self.duration_step: float | None = None          # half the last printed digit of the duration
+        self.rps_line: tuple[str, int] | None = None     # the Requests per second token and its line
 
     def run(self) -> WrkReport:
         section = None
-        for line in self.lines:
+        for self.number, line in enumerate(self.lines, 1):
             if not line:
                 section = None if section == "pct" else section
+                continue
+            if damaged(line):              # never read: named in a warning, and flagged
+                self.unread.setdefault("report", []).append((self.number, line))
                 continue
             if RE_BANNER.match(line):
                 self.banner = True
@@ -153,7 +165,7 @@ class _AbParser:
             elif RE_CONN_HEAD.match(line):
                 section = "conn"
             elif section == "conn" and (RE_CONN_COLS5.match(line) or RE_CONN_COLS3.match(line)):
-                pass
+                self.columns = 5 if RE_CONN_COLS5.match(line) else 3
             elif m := RE_CONN_ROW.match(line):
                 self._conn_row(m.group(1), m.group(2))
             elif RE_PCT_HEAD.match(line):
@@ -164,6 +176,7 @@ class _AbParser:
                 value = _number(m.group(2), f"{m.group(1)}%")
                 if key is not None and self.percentiles is not None:
                     self.percentiles[key] = value
+                self.longest = self.longest or bool(m.group(3))
             elif m := RE_FAIL_BREAKDOWN.match(line):
                 self.failures = dict(zip(_FAILURE_KINDS, (int(g) for g in m.groups())))
             elif m := RE_AB_WARNING.match(line):
@@ -179,6 +192,11 @@ class _AbParser:
     # -- "Label: value" lines --------------------------------------------------
     def _field(self, label: str, value: str) -> bool:
         r = self.r
+        if label in _ONCE:
+            if label in self.once:
+                raise ParseError(f"more than one report: line {self.number} ({label}) repeats line "
+                                 f"{self.once[label]}; split the file and parse each report")
+            self.once[label] = self.number
         if label in ("Server Software", "Server Hostname", "Server Port", "Document Path",
                      "Document Length", "SSL/TLS Protocol", "Server Temp Key", "TLS Server Name",
                      "HTML transferred", "Total body sent", "Keep-Alive requests"):
@@ -187,6 +205,7 @@ class _AbParser:
             r.connections = _count(value, label)
         elif label == "Time taken for tests":
             r.duration_s = _number(value, label, "seconds")
+            self.duration_step = half_digit(value.split()[0], parse_number)
         elif label == "Complete requests":
             r.requests = _count(value, label)
         elif label == "Failed requests":
@@ -199,6 +218,7 @@ class _AbParser:
             r.bytes_read = _number(value, label, "bytes")
         elif label == "Requests per second":
             r.requests_per_sec = _number(value, label)
+            self.rps_line = (value.split()[0], self.number)
         elif label == "Time per request":
             if "across all concurrent requests" not in value and self.time_per_request is None:
                 self.time_per_request = _number(value, label, "[ms]")
@@ -210,6 +230,11 @@ class _AbParser:
 
     def _conn_row(self, name: str, rest: str) -> None:
         tokens = rest.split()
+        if self.columns and len(tokens) != self.columns:     # a row cut short: not read, flagged
+            self.r.add_problem(Problem("cut", "latency_ms", f"line {self.number}: the Connection Times row "
+                                                            f"{name!r} has {len(tokens)} of its {self.columns} "
+                                                            "values: it was not read", self.number))
+            return
         if len(tokens) not in (3, 5):
             raise ParseError(f"damaged ab report: the Connection Times row {name!r} has "
                              f"{len(tokens)} values instead of 5 (or 3 with ab -S)")
@@ -249,8 +274,36 @@ class _AbParser:
                 r.latency_ms = Stats(nan, nan, nan, nan)
             if r.percentiles_ms is not None:
                 r.percentiles_ms = {k: None for k in PERCENTILE_KEYS}
+        self._check_rate()
+        self._check_complete()
         self._warn()
+        for problem in unread_problems(self.unread) + absurd_values(r, zero_duration=True):
+            r.add_problem(problem)
         return r
+
+    def _check_complete(self) -> None:
+        """ab ends its report with the percentile table's "(longest request)" row (or, with -d, with
+        the Connection Times table): a report without them was cut."""
+        r = self.r
+        if self.percentiles is not None and not self.longest:
+            r.add_problem(Problem("cut", "percentiles_ms", "the percentile table ends before its 100 % "
+                                                           "(longest request) row: the report is cut"))
+        elif self.percentiles is None and r.requests and self.total_row is None:
+            r.add_problem(Problem("cut", "latency_ms", "the report ends before the Total row of its "
+                                                       "Connection Times table: it is cut"))
+
+    def _check_rate(self) -> None:
+        """ab prints requests per second with two decimals and the duration with three: a figure
+        outside requests ÷ (duration ± half a millisecond) is not ab's own arithmetic."""
+        r = self.r
+        if self.duration_step is None:
+            return
+        duration = (r.duration_s, self.duration_step)
+        r.requests_per_sec, problem = judge_rate(r.requests, duration, self.rps_line, 2,
+                                                 unreadable=self.unread["report"][0][0] if self.unread else None,
+                                                 label="Requests per second")
+        if problem is not None:
+            r.add_problem(problem)
 
     def _url(self) -> str | None:
         host = self.kv.get("Server Hostname")

@@ -20,6 +20,8 @@ __all__ = [
     "parse_count",
     "parse_bytes",
     "parse_percent",
+    "decimals",
+    "half_digit",
 ]
 
 
@@ -102,3 +104,20 @@ def parse_percent(token: str) -> float:
     if not text.endswith("%"):
         raise UnitError(f"not a percentage: {token!r}")
     return parse_number(text[:-1])
+
+
+def decimals(token: str) -> int:
+    """How many digits ``token`` prints after its decimal point (``244449.62`` → 2, ``24`` → 0)."""
+    m = _TOKEN.match(token.strip())
+    if not m:
+        raise UnitError(f"not a number: {token!r}")
+    mantissa = re.split(r"[eE]", m.group("num"))[0]
+    return len(mantissa.split(".")[1]) if "." in mantissa else 0
+
+
+def half_digit(token: str, to_value) -> float:
+    """Half the last printed digit of ``token``, in the units ``to_value`` gives: how far the true
+    figure may lie from a rounded print. ``half_digit("1.00m", parse_time_s)`` → 0.3 (seconds);
+    ``half_digit("1994.50", parse_number)`` → 0.005."""
+    _, unit = _split(token)
+    return abs(to_value(f"1{unit}")) * 0.5 * 10.0 ** -decimals(token)

@@ -9,181 +9,38 @@ summary, socket errors, non-2xx/3xx responses, ``Requests/sec`` and
 ``Transfer/sec``. Summary-only excerpts (as the original learning path published
 them), CRLF line ends and trailing output of a Lua script are accepted.
 
-Anything that is no wrk/wrk2 report raises :class:`ParseError` with a sentence a
-person can act on.
+A report that parses is then checked (:mod:`~tunepath.parse.problems`): ``Requests/sec``
+against requests ÷ duration within the rounding of both prints, lines holding NUL bytes or
+invalid UTF-8 (never read, always named), sections that end early, impossible values. Each
+finding is a typed ``Problem`` on the report and a warning.
+
+Anything that is no wrk/wrk2 report, holds two reports, or leaves no trustworthy figure
+raises :class:`ParseError` with a sentence a person can act on.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
 
-from tunepath.errors import TunepathError
-from tunepath.parse.units import (
-    UnitError,
-    parse_bytes,
-    parse_count,
-    parse_number,
-    parse_percent,
-    parse_time_ms,
-    parse_time_s,
+from tunepath.parse.problems import ParseError, Problem, absurd_values, damaged, judge_rate, shown, unread_problems
+from tunepath.parse.record import PERCENTILE_KEYS, Histogram, Stats, WrkReport
+from tunepath.parse.source import MAX_REPORT_BYTES, read_report_file
+from tunepath.parse.units import (UnitError, decimals, half_digit, parse_bytes, parse_count, parse_number,
+                                  parse_percent, parse_time_ms, parse_time_s)
+from tunepath.parse.wrklines import (
+    RE_CALIBRATION, RE_DIST_WRK, RE_DIST_WRK2, RE_FOOT_BUCKETS, RE_FOOT_MAX, RE_FOOT_MEAN, RE_NON2XX, RE_PCT_ROW,
+    RE_RPS, RE_RULE, RE_RUNNING, RE_SOCKET, RE_SPECTRUM_COLS, RE_SPECTRUM_HEAD, RE_SPECTRUM_ROW, RE_STATS_HEADER,
+    RE_STATS_ROW, RE_SUMMARY, RE_THREADS, RE_TPS, RE_USAGE, REPORT_LINES, field_of,
 )
 
-__all__ = ["ParseError", "Stats", "Histogram", "WrkReport", "parse", "parse_file", "PERCENTILE_KEYS"]
-
-PERCENTILE_KEYS = ("50", "75", "90", "99", "99.9", "99.99", "99.999", "100")
+__all__ = ["ParseError", "Problem", "Stats", "Histogram", "WrkReport", "parse", "parse_file", "PERCENTILE_KEYS"]
 
 # A run whose measured duration differs from the header's by more than this
 # fraction gets a warning (the header is rounded: "1m" for 60 s).
 DURATION_TOLERANCE = 0.10
-
-
-class ParseError(TunepathError, ValueError):
-    """The text is not a wrk or wrk2 report (or is too damaged to read)."""
-
-
-@dataclass
-class Stats:
-    """One row of ``Thread Stats``: Avg, Stdev, Max, +/- Stdev (percent)."""
-
-    avg: float
-    stdev: float
-    max: float
-    within_stdev_pct: float
-
-
-@dataclass
-class Histogram:
-    """A wrk2 HdrHistogram block: footer figures and the detailed spectrum."""
-
-    mean_ms: float | None = None
-    stdev_ms: float | None = None
-    max_ms: float | None = None
-    total_count: int | None = None
-    spectrum: list[tuple[float, float, int]] = field(default_factory=list)
-
-
-@dataclass
-class WrkReport:
-    """Everything one wrk/wrk2 report says. Times in ms unless named ``_s``."""
-
-    tool: str | None = None
-    url: str | None = None
-    threads: int | None = None
-    connections: int | None = None
-    header_duration_s: float | None = None
-    calibration: list[dict[str, float]] = field(default_factory=list)
-    latency_ms: Stats | None = None
-    req_per_sec_per_thread: Stats | None = None
-    percentiles_ms: dict[str, float | None] | None = None
-    uncorrected_percentiles_ms: dict[str, float | None] | None = None
-    histogram: Histogram | None = None
-    uncorrected_histogram: Histogram | None = None
-    requests: int | None = None
-    duration_s: float | None = None
-    bytes_read: float | None = None
-    requests_per_sec: float | None = None
-    transfer_per_sec_bytes: float | None = None
-    socket_errors: dict[str, int] = field(
-        default_factory=lambda: {"connect": 0, "read": 0, "write": 0, "timeout": 0})
-    non_2xx_3xx: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-    # -- views -------------------------------------------------------------
-    def to_dict(self) -> dict:
-        """The ``tunepath parse`` JSON contract (NaN and inf become None)."""
-        hist = None
-        if self.histogram is not None:
-            hist = {
-                "mean_ms": self.histogram.mean_ms,
-                "stdev_ms": self.histogram.stdev_ms,
-                "max_ms": self.histogram.max_ms,
-                "total_count": self.histogram.total_count,
-                "spectrum": [list(row) for row in self.histogram.spectrum],
-            }
-        out = {
-            "tool": self.tool,
-            "url": self.url,
-            "threads": self.threads,
-            "connections": self.connections,
-            "calibration": [dict(c) for c in self.calibration],
-            "latency_ms": asdict(self.latency_ms) if self.latency_ms else None,
-            "req_per_sec_per_thread": asdict(self.req_per_sec_per_thread) if self.req_per_sec_per_thread else None,
-            "percentiles_ms": dict(self.percentiles_ms) if self.percentiles_ms else None,
-            "uncorrected_percentiles_ms": dict(self.uncorrected_percentiles_ms) if self.uncorrected_percentiles_ms else None,
-            "histogram": hist,
-            "requests": self.requests,
-            "duration_s": self.duration_s,
-            "bytes_read": self.bytes_read,
-            "requests_per_sec": self.requests_per_sec,
-            "transfer_per_sec_bytes": self.transfer_per_sec_bytes,
-            "socket_errors": dict(self.socket_errors),
-            "non_2xx_3xx": self.non_2xx_3xx,
-            "warnings": list(self.warnings),
-        }
-        return _finite(out)
-
-    def to_row(self) -> dict:
-        """A flat record for one pandas row (NaN kept as NaN, absent as None)."""
-        row = {
-            "tool": self.tool, "url": self.url, "threads": self.threads,
-            "connections": self.connections, "requests": self.requests,
-            "duration_s": self.duration_s, "bytes_read": self.bytes_read,
-            "requests_per_sec": self.requests_per_sec,
-            "transfer_per_sec_bytes": self.transfer_per_sec_bytes,
-            "non_2xx_3xx": self.non_2xx_3xx,
-            "calibrated": bool(self.calibration),
-        }
-        for stat, prefix in ((self.latency_ms, "latency"), (self.req_per_sec_per_thread, "req_per_thread")):
-            for name in ("avg", "stdev", "max", "within_stdev_pct"):
-                key = f"{prefix}_{name}" + ("_ms" if prefix == "latency" and name != "within_stdev_pct" else "")
-                row[key] = getattr(stat, name) if stat else None
-        for key in PERCENTILE_KEYS:
-            row[f"p{key}_ms"] = (self.percentiles_ms or {}).get(key)
-        for name, value in self.socket_errors.items():
-            row[f"socket_errors_{name}"] = value
-        row["socket_errors_total"] = sum(self.socket_errors.values())
-        row["histogram_total_count"] = self.histogram.total_count if self.histogram else None
-        row["warnings"] = "; ".join(self.warnings)
-        return row
-
-
-def _finite(value):
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-# --- line patterns ---------------------------------------------------------
-_TOK = r"(\S+)"
-RE_RUNNING = re.compile(r"^Running\s+(\S+)\s+test\s+@\s+(\S+)\s*$")
-RE_THREADS = re.compile(r"^(\d+)\s+threads?\s+and\s+(\d+)\s+connections?\s*$")
-RE_CALIBRATION = re.compile(
-    r"^Thread calibration:\s+mean lat\.:\s*(\S+),\s*rate sampling interval:\s*(\S+)\s*$")
-RE_STATS_HEADER = re.compile(r"^Thread Stats\s+Avg\s+Stdev\s+Max\s+\+/-\s+Stdev\s*$")
-RE_STATS_ROW = re.compile(rf"^(Latency|Req/Sec)\s+{_TOK}\s+{_TOK}\s+{_TOK}\s+{_TOK}\s*$")
-RE_DIST_WRK2 = re.compile(r"^Latency Distribution \(HdrHistogram - (.*)\)\s*$")
-RE_DIST_WRK = re.compile(r"^Latency Distribution\s*$")
-RE_PCT_ROW = re.compile(r"^(\d+(?:\.\d+)?)%\s+(\S+)\s*$")
-RE_SPECTRUM_HEAD = re.compile(r"^Detailed Percentile spectrum:\s*$")
-RE_SPECTRUM_COLS = re.compile(r"^Value\s+Percentile\s+TotalCount\s+1/\(1-Percentile\)\s*$")
-RE_SPECTRUM_ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s*$")
-RE_FOOT_MEAN = re.compile(r"^#\[Mean\s*=\s*(\S+),\s*StdDeviation\s*=\s*(\S+)\]\s*$")
-RE_FOOT_MAX = re.compile(r"^#\[Max\s*=\s*(\S+),\s*Total count\s*=\s*(\S+)\]\s*$")
-RE_FOOT_BUCKETS = re.compile(r"^#\[Buckets\s*=\s*(\S+),\s*SubBuckets\s*=\s*(\S+)\]\s*$")
-RE_RULE = re.compile(r"^-{10,}\s*$")
-RE_SUMMARY = re.compile(r"^(\d+)\s+requests in\s+(\S+),\s+(\S+)\s+read\s*$")
-RE_SOCKET = re.compile(
-    r"^Socket errors:\s+connect\s+(\d+),\s+read\s+(\d+),\s+write\s+(\d+),\s+timeout\s+(\d+)\s*$")
-RE_NON2XX = re.compile(r"^Non-2xx or 3xx responses:\s+(\d+)\s*$")
-RE_RPS = re.compile(r"^Requests/sec:\s+(\S+)\s*$")
-RE_TPS = re.compile(r"^Transfer/sec:\s+(\S+)\s*$")
-RE_USAGE = re.compile(r"^Usage:\s+wrk\b")
+# wrk and wrk2 print Requests/sec, and every size and time, with exactly this many decimals
+PRINTED_DECIMALS = 2
 
 
 def _pct_key(text: str) -> str:
@@ -193,16 +50,17 @@ def _pct_key(text: str) -> str:
 
 
 def parse_file(path) -> WrkReport:
-    """Parse a file; bytes that are not UTF-8 are replaced, not fatal."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return parse(data.decode("utf-8", errors="replace"))
+    """Parse a file (size-limited, regular files only); bytes that are not UTF-8 are named, not fatal."""
+    return parse(read_report_file(path))
 
 
 def parse(text: str) -> WrkReport:
     """Parse one wrk/wrk2 report. Raises :class:`ParseError` for anything else."""
     if not isinstance(text, str):
         raise ParseError("expected the report as text")
+    if len(text) > MAX_REPORT_BYTES:
+        raise ParseError(f"{len(text):,} characters, more than a report can be "
+                         f"({MAX_REPORT_BYTES // (1024 * 1024)} MiB): is this the right output?")
     lines = [ln.strip() for ln in text.splitlines()]
     content = [ln for ln in lines if ln]
     if not content:
@@ -211,8 +69,9 @@ def parse(text: str) -> WrkReport:
     if any(RE_USAGE.match(ln) for ln in content[:3]):
         raise ParseError("this is wrk's usage text, not a report: the command's arguments were "
                          "rejected (wrk2 also needs -R/--rate); see the command's stderr")
+    open_end = bool(lines[-1]) and not text.endswith(("\n", "\r"))
     try:
-        return _Parser(lines).run()
+        return _Parser(lines, open_end).run()
     except (UnitError, ValueError, IndexError, OverflowError) as exc:
         if isinstance(exc, ParseError):
             raise
@@ -220,76 +79,144 @@ def parse(text: str) -> WrkReport:
 
 
 class _Parser:
-    def __init__(self, lines: list[str]):
+    def __init__(self, lines: list[str], open_end: bool):
         self.lines = lines
+        self.open_end = open_end      # no line end after the last line: it may be cut
         self.i = 0
         self.r = WrkReport()
         self.unknown = 0
-        self.seen_rps = False
-        self.seen_summary = False
+        self.seen: dict[str, int] = {}            # what a report prints once → its line
         self.tool_hints: set[str] = set()
+        self.rps_token: str | None = None
+        self.duration_step: float | None = None   # half the last printed digit of the duration, s
+        self.unread: dict[str, list[tuple[int, str]]] = {}   # field → damaged lines not read
+        self.tail_damage: list[int] = []
+        self.current = 0                          # the line being read, from 1 (for messages)
 
     # the report body is a sequence of sections; each handler consumes its lines
     def run(self) -> WrkReport:
-        r = self.r
         while self.i < len(self.lines):
             line = self.lines[self.i]
             self.i += 1
             if not line:
                 continue
-            if m := RE_RUNNING.match(line):
-                r.header_duration_s = _safe(parse_time_s, m.group(1))
-                r.url = m.group(2)
-            elif m := RE_THREADS.match(line):
-                r.threads, r.connections = int(m.group(1)), int(m.group(2))
-            elif m := RE_CALIBRATION.match(line):
-                r.calibration.append({"mean_latency_ms": parse_time_ms(m.group(1)),
-                                      "sampling_interval_ms": parse_time_ms(m.group(2))})
-                self.tool_hints.add("wrk2")
-            elif RE_STATS_HEADER.match(line):
-                pass
-            elif m := RE_STATS_ROW.match(line):
-                conv = parse_time_ms if m.group(1) == "Latency" else parse_count
-                stats = Stats(conv(m.group(2)), conv(m.group(3)), conv(m.group(4)), parse_percent(m.group(5)))
-                if m.group(1) == "Latency":
-                    r.latency_ms = stats
-                else:
-                    r.req_per_sec_per_thread = stats
-            elif m := RE_DIST_WRK2.match(line):
-                self.tool_hints.add("wrk2")
-                self._hdr_block(corrected=not m.group(1).startswith("Uncorrected"))
-            elif RE_DIST_WRK.match(line):
-                self._wrk_distribution()
-            elif m := RE_SUMMARY.match(line):
-                r.requests = int(m.group(1))
-                r.duration_s = parse_time_s(m.group(2))
-                r.bytes_read = parse_bytes(m.group(3))
-                self.seen_summary = True
-            elif m := RE_SOCKET.match(line):
-                r.socket_errors = dict(zip(("connect", "read", "write", "timeout"),
-                                           (int(g) for g in m.groups())))
-            elif m := RE_NON2XX.match(line):
-                r.non_2xx_3xx = int(m.group(1))
-            elif m := RE_RPS.match(line):
-                r.requests_per_sec = parse_number(m.group(1))
-                self.seen_rps = True
-            elif m := RE_TPS.match(line):
-                r.transfer_per_sec_bytes = parse_bytes(m.group(1))
-                if self.seen_rps:
-                    break  # the report ends here; anything after is script output
-            else:
-                self.unknown += 1
+            if damaged(line):
+                self._unread(self.i, line, field_of(line))
+                continue
+            self.current = self.i
+            try:
+                if self._line(line):
+                    break
+            except UnitError as exc:
+                bad = self.lines[self.current - 1]
+                raise ParseError(f"damaged wrk report, line {self.current} {shown(bad)}: {exc}") from None
+        self._tail()
         return self._finish()
 
+    def _line(self, line: str) -> bool:
+        """Read one line; True when the report ends here."""
+        r = self.r
+        if m := RE_RUNNING.match(line):
+            self._once("header", line)
+            r.header_duration_s = _safe(parse_time_s, m.group(1))
+            r.url = m.group(2)
+        elif m := RE_THREADS.match(line):
+            self._once("threads", line)
+            r.threads, r.connections = int(m.group(1)), int(m.group(2))
+        elif m := RE_CALIBRATION.match(line):
+            r.calibration.append({"mean_latency_ms": parse_time_ms(m.group(1)),
+                                  "sampling_interval_ms": parse_time_ms(m.group(2))})
+            self.tool_hints.add("wrk2")
+        elif RE_STATS_HEADER.match(line):
+            self._once("stats", line)
+        elif m := RE_STATS_ROW.match(line):
+            self._stats_row(m, line)
+        elif m := RE_DIST_WRK2.match(line):
+            corrected = not m.group(1).startswith("Uncorrected")
+            self._once("hdr" if corrected else "hdr-uncorrected", line)
+            self.tool_hints.add("wrk2")
+            self._hdr_block(corrected)
+        elif RE_DIST_WRK.match(line):
+            self._once("distribution", line)
+            self._wrk_distribution()
+        elif m := RE_SUMMARY.match(line):
+            self._once("totals", line)
+            r.requests = int(m.group(1))
+            r.duration_s = parse_time_s(m.group(2))
+            self.duration_step = half_digit(m.group(2), parse_time_s)
+            r.bytes_read = parse_bytes(m.group(3))
+        elif m := RE_SOCKET.match(line):
+            self._once("socket", line)
+            r.socket_errors = dict(zip(("connect", "read", "write", "timeout"), (int(g) for g in m.groups())))
+            self._open_last("socket_errors", line)
+        elif m := RE_NON2XX.match(line):
+            self._once("non-2xx", line)
+            r.non_2xx_3xx = int(m.group(1))
+            self._open_last("non_2xx_3xx", line)
+        elif m := RE_RPS.match(line):
+            self._once("rps", line)
+            self.rps_token = m.group(1)
+        elif m := RE_TPS.match(line):
+            self._once("tps", line)
+            self._transfer(m.group(1), line)
+            return "rps" in self.seen   # the report ends here; anything after is script output
+        else:
+            self.unknown += 1
+            if (name := field_of(line)) not in ("report", "latency_ms", "percentiles_ms"):
+                self._unread(self.i, line, name)
+        return False
+
+    def _once(self, kind: str, line: str) -> None:
+        if kind in self.seen:
+            raise ParseError(f"more than one report: line {self.i} {shown(line)} repeats what line "
+                             f"{self.seen[kind]} already said; split the file and parse each report")
+        self.seen[kind] = self.i
+
+    def _unread(self, number: int, line: str, name: str) -> None:
+        self.unread.setdefault(name, []).append((number, line))
+
+    def _open_last(self, name: str, line: str) -> None:
+        if self.open_end and self.i == len(self.lines):
+            self.r.add_problem(Problem("cut", name, f"line {self.i} {shown(line)} is the last line and has no "
+                                                    "line end: its figure may be cut", self.i))
+
+    def _stats_row(self, m: re.Match, line: str) -> None:
+        latency = m.group(1) == "Latency"
+        self._once("stats-latency" if latency else "stats-rate", line)
+        conv = parse_time_ms if latency else parse_count
+        stats = Stats(conv(m.group(2)), conv(m.group(3)), conv(m.group(4)), parse_percent(m.group(5)))
+        if latency:
+            self.r.latency_ms = stats
+        else:
+            self.r.req_per_sec_per_thread = stats
+
+    def _transfer(self, token: str, line: str) -> None:
+        try:
+            value = parse_bytes(token)
+            complete = decimals(token) == PRINTED_DECIMALS
+        except UnitError:
+            value, complete = None, False
+        if complete:
+            self.r.transfer_per_sec_bytes = value
+        else:
+            self.r.add_problem(Problem("cut", "transfer_per_sec_bytes",
+                                       f"line {self.i} {shown(line)} is cut or damaged (wrk prints a size with "
+                                       "two decimals and a unit): the transfer rate is left out", self.i))
+
     def _hdr_block(self, corrected: bool) -> None:
+        names = (("percentiles_ms", "histogram") if corrected
+                 else ("uncorrected_percentiles_ms", "uncorrected_histogram"))
         pct: dict[str, float | None] = {k: None for k in PERCENTILE_KEYS}
         hist = Histogram()
+        start, closed = self.i, False
         while self.i < len(self.lines):
             line = self.lines[self.i]
-            if not line or RE_SPECTRUM_HEAD.match(line) or RE_SPECTRUM_COLS.match(line):
-                self.i += 1
-                continue
-            if m := RE_PCT_ROW.match(line):
+            self.current = self.i + 1
+            if damaged(line):
+                self._unread(self.i + 1, line, names[0] if "%" in line else names[1])
+            elif not line or RE_SPECTRUM_HEAD.match(line) or RE_SPECTRUM_COLS.match(line):
+                pass
+            elif m := RE_PCT_ROW.match(line):
                 pct[_pct_key(m.group(1))] = parse_time_ms(m.group(2))
             elif m := RE_FOOT_MEAN.match(line):
                 hist.mean_ms, hist.stdev_ms = parse_number(m.group(1)), parse_number(m.group(2))
@@ -300,39 +227,67 @@ class _Parser:
                 pass
             elif RE_RULE.match(line):
                 self.i += 1
+                closed = True
                 break
             elif m := RE_SPECTRUM_ROW.match(line):
                 hist.spectrum.append((parse_number(m.group(1)), parse_number(m.group(2)), int(m.group(3))))
             else:
                 break  # section ended without its rule (truncated output)
             self.i += 1
-        if corrected:
-            self.r.percentiles_ms, self.r.histogram = pct, hist
-        else:
-            self.r.uncorrected_percentiles_ms, self.r.uncorrected_histogram = pct, hist
+        setattr(self.r, names[0], pct)
+        setattr(self.r, names[1], hist)
+        self._check_block(names, start, closed, pct, hist)
+
+    def _check_block(self, names: tuple[str, str], start: int, closed: bool, pct: dict, hist: Histogram) -> None:
+        where = f"line {self.i + 1}" if self.i < len(self.lines) else "the end of the text"
+        label = ("uncorrected " if names[1].startswith("uncorrected") else "") + "latency histogram"
+        if not closed or hist.total_count is None:
+            self.r.add_problem(Problem("cut", names[1], f"the {label} that starts at line {start} ends at {where} "
+                                                        "without its footer and closing rule: its spectrum and "
+                                                        "percentiles may be incomplete", start))
+        missing = [k for k, v in pct.items() if v is None]
+        if missing and names[0] not in self.unread:
+            self.r.add_problem(Problem("cut", names[0], f"the {label} that starts at line {start} lacks its "
+                                                        f"{', '.join(missing)} % rows", start))
 
     def _wrk_distribution(self) -> None:
         pct: dict[str, float | None] = {k: None for k in PERCENTILE_KEYS}
-        while self.i < len(self.lines) and (m := RE_PCT_ROW.match(self.lines[self.i])):
-            pct[_pct_key(m.group(1))] = parse_time_ms(m.group(2))
-            if "." not in m.group(1):
-                self.tool_hints.add("wrk")
+        start, rows = self.i, 0
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.current = self.i + 1
+            if damaged(line) and "%" in line:
+                self._unread(self.i + 1, line, "percentiles_ms")
+            elif m := RE_PCT_ROW.match(line):
+                pct[_pct_key(m.group(1))] = parse_time_ms(m.group(2))
+                rows += 1
+                if "." not in m.group(1):
+                    self.tool_hints.add("wrk")
+            else:
+                break
             self.i += 1
         self.r.percentiles_ms = pct
+        if rows < 4 and "percentiles_ms" not in self.unread:
+            self.r.add_problem(Problem("cut", "percentiles_ms", f"the latency distribution that starts at line "
+                                                                f"{start} has {rows} of its 4 rows", start))
+
+    def _tail(self) -> None:
+        """After the report: script output is fine, a second report is not."""
+        for n in range(self.i, len(self.lines)):
+            line = self.lines[n]
+            if damaged(line):
+                self.tail_damage.append(n + 1)
+            elif any(p.match(line) for p in REPORT_LINES):
+                raise ParseError(f"more than one report: line {n + 1} {shown(line)} follows the report that "
+                                 f"ended at line {self.i}; split the file and parse each report")
 
     def _finish(self) -> WrkReport:
         r = self.r
-        if not (self.seen_rps or self.seen_summary):
+        if not ("rps" in self.seen or "totals" in self.seen):
             raise ParseError("no wrk report found: neither an 'N requests in T' line nor "
-                             "'Requests/sec:' is present")
-        if "wrk2" in self.tool_hints:
-            r.tool = "wrk2"
-        elif "wrk" in self.tool_hints:
-            r.tool = "wrk"
-        elif (r.req_per_sec_per_thread is not None and math.isnan(r.req_per_sec_per_thread.avg)
-              and (r.requests or 0) > 0):
-            # wrk2 prints no per-thread rate before its calibration finished; wrk always does
-            r.tool = "wrk2"
+                             "'Requests/sec:' is present" + self._unread_hint())
+        self._rate()
+        r.tool = self._tool()
         if r.requests == 0:
             # wrk prints zeros for empty statistics: with no response they are undefined
             nan = math.nan
@@ -341,8 +296,44 @@ class _Parser:
             for name in ("percentiles_ms", "uncorrected_percentiles_ms"):
                 if getattr(r, name) is not None:
                     setattr(r, name, {k: None for k in PERCENTILE_KEYS})
+            for hist in (r.histogram, r.uncorrected_histogram):
+                if hist is not None:
+                    hist.max_ms = nan
         self._warn()
         return r
+
+    def _unread_hint(self) -> str:
+        lines = sorted(n for found in self.unread.values() for n, _ in found)
+        return f" (line {lines[0]} and {len(lines) - 1} more could not be read)" if lines else ""
+
+    def _tool(self) -> str | None:
+        r = self.r
+        per_thread = r.req_per_sec_per_thread
+        if "wrk2" in self.tool_hints:
+            return "wrk2"
+        if "wrk" in self.tool_hints:
+            return "wrk"
+        if per_thread is not None and math.isnan(per_thread.avg) and (r.requests or 0) > 0:
+            return "wrk2"   # wrk2 prints no per-thread rate before its calibration finished; wrk always does
+        if ("header" in self.seen and "threads" in self.seen and not r.calibration and not self.unread
+                and per_thread is not None and math.isfinite(per_thread.avg)):
+            # a whole report with a per-thread rate and no calibration: wrk2 calibrates before it
+            # has a rate (and then prints its calibration lines); only wrk prints this shape
+            return "wrk"
+        return None
+
+    def _rate(self) -> None:
+        """Requests/sec checked against requests ÷ duration (see problems.judge_rate)."""
+        r = self.r
+        duration = (r.duration_s, self.duration_step) if self.duration_step is not None else None
+        printed = (self.rps_token, self.seen["rps"]) if self.rps_token is not None else None
+        r.requests_per_sec, problem = judge_rate(r.requests, duration, printed, PRINTED_DECIMALS,
+                                                 unreadable=self._first_unread("requests_per_sec"))
+        if problem is not None:
+            r.add_problem(problem)
+
+    def _first_unread(self, name: str) -> int | None:
+        return self.unread[name][0][0] if name in self.unread else None
 
     def _warn(self) -> None:
         r, w = self.r, self.r.warnings
@@ -351,8 +342,6 @@ class _Parser:
         if r.req_per_sec_per_thread is not None and math.isnan(r.req_per_sec_per_thread.avg) and r.requests:
             w.append("Req/Sec is NaN: wrk2 reports no per-thread rate for a run shorter than its "
                      "calibration (about 10 s)")
-        if r.latency_ms is not None and math.isnan(r.latency_ms.avg) and r.requests:
-            w.append("average latency is NaN although responses were counted")
         if r.histogram and r.histogram.total_count is not None and r.requests:
             if r.histogram.total_count < r.requests:
                 w.append(f"the latency histogram counts {r.histogram.total_count} of {r.requests} "
@@ -368,10 +357,15 @@ class _Parser:
                      f"{r.socket_errors['timeout']})")
         if r.non_2xx_3xx:
             w.append(f"{r.non_2xx_3xx} responses with status 400 or above")
-        if self.seen_summary and not self.seen_rps:
-            w.append("the report is truncated: no 'Requests/sec' line")
+        if "rps" in self.seen and "tps" not in self.seen and "transfer_per_sec_bytes" not in self.unread:
+            w.append("the report is truncated: no 'Transfer/sec' line after 'Requests/sec'")
         if self.unknown:
             w.append(f"{self.unknown} unrecognised line(s) ignored")
+        for problem in unread_problems(self.unread) + absurd_values(r):
+            r.add_problem(problem)
+        if self.tail_damage:
+            w.append(f"after the report, line {self.tail_damage[0]} (and {len(self.tail_damage) - 1} more) holds "
+                     "NUL bytes or invalid UTF-8; it is not part of the report")
 
 
 def _safe(fn, token):
