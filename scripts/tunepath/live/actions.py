@@ -7,17 +7,21 @@ Each records what it did into the run (ran, skipped with the reason, dry-run) an
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from tunepath.errors import TunepathError
-from tunepath.live.hosts import CommandFailed, Host, connect
+from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
 from tunepath.live.hoststate import REBOOT_BLOCKS, boot_id, preflight, restore, save_original_state, wait_for_reboot
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress
-from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_major as parse_java_major
+from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
 
 __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
-           "jvm_warnings", "log_size", "ensure_tomcat"]
+           "jvm_warnings", "log_size", "ensure_tomcat", "secret_hidden"]
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -38,6 +42,39 @@ def step_guard(session: Session, step: str):
         session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,
                               command=getattr(exc, "result", None) and exc.result.command)
         raise
+
+
+def _without(exc: Exception, secret: str, placeholder: str) -> Exception | None:
+    """A copy of ``exc`` whose message (and failed command's text and output) show ``placeholder``
+    instead of ``secret``; None when ``exc`` does not carry the secret."""
+    result = getattr(exc, "result", None)
+    texts = [str(exc), *((result.command, result.stdout, result.stderr) if isinstance(result, CommandResult) else ())]
+    if not any(secret in (t or "") for t in texts):
+        return None
+    new = type(exc).__new__(type(exc))
+    new.__dict__.update(exc.__dict__)
+    new.args = tuple(a.replace(secret, placeholder) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(result, CommandResult):
+        new.result = replace(result, command=result.command.replace(secret, placeholder),
+                             stdout=result.stdout.replace(secret, placeholder),
+                             stderr=result.stderr.replace(secret, placeholder))
+    if secret in str(new):
+        new = TunepathError(str(exc).replace(secret, placeholder))
+    return new.with_traceback(exc.__traceback__)
+
+
+def secret_hidden(action: Callable[[], T], secret: Callable[[], str | None], placeholder: str) -> T:
+    """Run ``action``; an error it raises never carries the secret (``secret()`` when it fails):
+    not in its message, not in a failed command's text or output, not in a chained error. The
+    notebook, the run record and the command line only ever see ``placeholder``."""
+    try:
+        return action()
+    except Exception as exc:
+        value = secret()
+        masked = _without(exc, value, placeholder) if value and value != placeholder else None
+        if masked is None:
+            raise
+    raise masked        # outside the handler: the original error is not chained to it
 
 
 def load_pidfile(client: Host, run_id: str, index: int = 0) -> str:
@@ -127,20 +164,20 @@ def verify(session: Session, step) -> None:
 
 
 def java_major(session: Session) -> int | None:
-    java = f"{session.ctx.java_home}/bin/java" if session.ctx.java_home else "java"
+    java = java_binary(session.ctx.java_home)
     return parse_java_major(session.server.run(f"{java} -version 2>&1", check=False, timeout=30).stdout)
 
 
 def jvm_warnings(session: Session, offset: int) -> list[str]:
     """The JVM's own warnings in catalina.out since ``offset`` (e.g. large pages unavailable)."""
-    log = f"{session.tomcat.home}/logs/catalina.out"
-    r = session.server.run(f"tail -c +{offset + 1} {log} 2>/dev/null | grep -E 'VM warning|\\[warning\\]' "
+    log = session.tomcat.file("logs/catalina.out")
+    r = session.server.run(f"tail -c +{int(offset) + 1} {log} 2>/dev/null | grep -E 'VM warning|\\[warning\\]' "
                            "| grep -v 'Command line argument' | head -5", check=False, timeout=15)
     return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
 
 
 def log_size(session: Session) -> int:
-    r = session.server.run(f"stat -c %s {session.tomcat.home}/logs/catalina.out 2>/dev/null || echo 0",
+    r = session.server.run(f"stat -c %s {session.tomcat.file('logs/catalina.out')} 2>/dev/null || echo 0",
                            check=False, timeout=15)
     return int(r.stdout.strip() or 0) if r.stdout.strip().isdigit() else 0
 

@@ -6,26 +6,33 @@ reboot) run only when the run was started with ``apply`` (a reboot also needs
 step's variant is skipped with the reason. Before the first change the host's original
 state is saved on the host (``~/.tunepath/original-state.json``); :func:`restore` puts
 it back, and a step that fails or is interrupted restores what it changed.
+
+The run lock (``~/.tunepath/lock`` on the server) records its owner: the run, and the
+process that holds it (pid, the machine's name and boot id). A lock whose owner is dead
+(this machine rebooted since, or the pid is gone) is reported with the command that clears it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
-import shlex
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
 from tunepath.model.context import cpu_ranges, parse_cpu_list
 from tunepath.model.plan import Block
+from tunepath.model.shell import heredoc, number, path, quote
 
 GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"   # the IOMMU steps' kernel parameters
 
 __all__ = ["boot_id", "STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
-           "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock",
-           "wait_for_reboot", "REBOOT_BLOCKS"]
+           "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock", "read_lock",
+           "dead_owner", "clear_lock_command", "wait_for_reboot", "REBOOT_BLOCKS"]
 
 STATE_DIR = "~/.tunepath"
 STATE_FILE = f"{STATE_DIR}/original-state.json"
@@ -40,7 +47,8 @@ class Preflight:
 
 
 def current_queues_command(nic: str) -> str:
-    """Prints the NIC's current number of combined queues (nothing if the driver has none)."""
+    """Prints the NIC's current number of combined queues (nothing if the driver has none);
+    ``nic`` is one shell word (quoted, or ``"$dev"``)."""
     return (f"ethtool -l {nic} 2>/dev/null | awk '/Current hardware settings/{{c=1}} "
             "c && /Combined/{print $2; exit}'")
 
@@ -106,19 +114,19 @@ def save_original_state(host: Host, facts: dict) -> dict:
               f"test -f {GRUB_DROP_IN} && echo grub_dropin=$(base64 -w0 {GRUB_DROP_IN}); "
               "echo cmdline=$(cat /proc/cmdline | base64 -w0)")
     if nic:
-        script += f"; echo queues=$({current_queues_command(shlex.quote(nic))})"
+        script += f"; echo queues=$({current_queues_command(quote(nic, 'nic'))})"
     out = dict(re.findall(r"^(\w+)=(.*)$", host.run(script, check=False, timeout=30).stdout, re.M))
     state = {"cpus_online": out.get("online"), "nic": nic,
              "nic_queues": int(out["queues"]) if out.get("queues", "").isdigit() else None,
              "grub_dropin_b64": out.get("grub_dropin"), "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    text = json.dumps(state)
-    host.run(f"mkdir -p {STATE_DIR} && cat > {STATE_FILE}.tmp <<'EOF'\n{text}\nEOF\nmv {STATE_FILE}.tmp {STATE_FILE}",
+    write = heredoc(quote(STATE_FILE + ".tmp"), json.dumps(state) + "\n")
+    host.run(f"mkdir -p {quote(STATE_DIR)} && {write}\nmv {quote(STATE_FILE + '.tmp')} {quote(STATE_FILE)}",
              timeout=30)
     return state
 
 
 def load_original_state(host: Host) -> dict | None:
-    r = host.run(f"cat {STATE_FILE} 2>/dev/null", check=False, timeout=15)
+    r = host.run(f"cat {quote(STATE_FILE)} 2>/dev/null", check=False, timeout=15)
     try:
         return json.loads(r.stdout) if r.stdout.strip() else None
     except json.JSONDecodeError:
@@ -141,44 +149,124 @@ def restore(host: Host, forget: bool = False) -> list[str]:
             host.run("; ".join(cmds), sudo=True, timeout=120)
             done.append(f"CPUs online again: {cpu_ranges(want)}")
     if state.get("nic") and state.get("nic_queues") and host.run(
-            f"test -e /sys/class/net/{shlex.quote(state['nic'])}", check=False, timeout=15).exited == 0:
-        r = host.run(current_queues_command(shlex.quote(state["nic"])), check=False, timeout=15)
+            f"test -e {path('/sys/class/net', state['nic'], what='saved nic')}", check=False, timeout=15).exited == 0:
+        nic = quote(state["nic"], "saved nic")
+        r = host.run(current_queues_command(nic), check=False, timeout=15)
         if r.stdout.strip().isdigit() and int(r.stdout.strip()) != state["nic_queues"]:
-            host.run(f"ethtool -L {shlex.quote(state['nic'])} combined {state['nic_queues']}", sudo=True, timeout=60)
+            host.run(f"ethtool -L {nic} combined {number(state['nic_queues'], 'saved nic_queues')}", sudo=True,
+                     timeout=60)
             done.append(f"{state['nic']}: {state['nic_queues']} combined queues again")
     current = host.run(f"test -f {GRUB_DROP_IN} && base64 -w0 {GRUB_DROP_IN}", check=False, timeout=15).stdout.strip()
     original = state.get("grub_dropin_b64") or ""
     if current != original:
         if original:
-            host.run(f"echo {original} | base64 -d > {GRUB_DROP_IN} && update-grub", sudo=True, timeout=300)
+            host.run(f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub",
+                     sudo=True, timeout=300)
         else:
             host.run(f"rm -f {GRUB_DROP_IN} && update-grub", sudo=True, timeout=300)
         done.append("GRUB IOMMU settings restored (takes effect at the next reboot)")
     if forget:
-        host.run(f"rm -f {STATE_FILE}", check=False, timeout=15)
+        host.run(f"rm -f {quote(STATE_FILE)}", check=False, timeout=15)
     return done
 
 
-def acquire_lock(host: Host, run_id: str) -> None:
-    info = json.dumps({"run_id": run_id, "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    r = host.run(f"mkdir -p {STATE_DIR} && mkdir {LOCK_DIR} 2>/dev/null && "
-                 f"echo {shlex.quote(info)} > {LOCK_DIR}/owner", check=False, timeout=15)
-    if r.exited != 0:
-        owner = host.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()
-        raise TunepathError(f"on {host.name}: another run holds the lock ({owner or 'owner unknown'}). Wait for "
-                            f"it to end; if it died, remove {LOCK_DIR} on that host and run `tunepath restore`")
+def _local_boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip() or None
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:        # another user's process: alive
+        return True
+    return True
+
+
+def read_lock(host: Host) -> dict | None:
+    """The lock's owner record; None when no lock is held, ``{}`` when its owner is unreadable."""
+    r = host.run(f"[ -d {quote(LOCK_DIR)} ] && {{ echo held; cat {quote(LOCK_DIR + '/owner')} 2>/dev/null; }}",
+                 check=False, timeout=15)
+    held, _, text = r.stdout.partition("\n")
+    if held != "held":
+        return None
+    try:
+        owner = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def dead_owner(owner: dict) -> str | None:
+    """Why the lock's owner is known to be dead, or None: alive, or on another machine (unknown)."""
+    if not owner or owner.get("host") != platform.node():
+        return None
+    booted = _local_boot_id()
+    if owner.get("boot_id") and booted and owner["boot_id"] != booted:
+        return f"{owner['host']} has rebooted since the lock was taken"
+    pid = owner.get("pid")
+    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and not _alive(pid):
+        return f"its process {pid} on {owner['host']} is gone"
+    return None
+
+
+def clear_lock_command(host: Host, hosts_file: str | None = None) -> str:
+    """What clears a dead run's lock on ``host`` and puts the server back as the run found it."""
+    if hosts_file:
+        return f"tunepath restore --force --hosts {quote(str(hosts_file), 'hosts file')}"
+    return "tunepath restore --force" + ("" if host.spec.local else " --hosts HOSTS.toml")
+
+
+def _describe(owner: dict) -> str:
+    if not owner:
+        return "owner unknown"
+    who = f"run {owner.get('run_id', '?')}"
+    if owner.get("pid"):
+        who += f", pid {owner['pid']} on {owner.get('host', '?')}"
+    return who + (f", since {owner['since']}" if owner.get("since") else "")
+
+
+def acquire_lock(host: Host, run_id: str, hosts_file: str | None = None) -> None:
+    """Take the server's run lock for ``run_id``, recording this process as its owner."""
+    info = json.dumps({"run_id": run_id, "pid": os.getpid(), "host": platform.node(), "boot_id": _local_boot_id(),
+                       "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    lock = quote(LOCK_DIR)
+    r = host.run(f"mkdir -p {quote(STATE_DIR)} && mkdir {lock} 2>/dev/null || exit 3; "
+                 f"printf '%s\\n' {quote(info)} > {quote(LOCK_DIR + '/owner')} || {{ rm -rf {lock}; exit 4; }}",
+                 check=False, timeout=15)
+    if r.exited == 0:
+        return
+    owner = read_lock(host)
+    if r.exited != 3 or owner is None:         # no other run's lock: this one could not be written
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit status {r.exited}"
+        raise TunepathError(f"on {host.name}: could not take the lock {LOCK_DIR} ({why}); is the home directory "
+                            "writable?")
+    clear = clear_lock_command(host, hosts_file)
+    dead = dead_owner(owner)
+    if dead:
+        raise TunepathError(f"on {host.name}: a dead run holds the lock ({_describe(owner)}; {dead}): clear it "
+                            f"and restore the server with `{clear}`")
+    raise TunepathError(f"on {host.name}: another run holds the lock ({_describe(owner)}). Wait for it to end; "
+                        f"if it died, clear it with `{clear}` (or remove {LOCK_DIR} on {host.name})")
 
 
 def check_lock(host: Host, run_id: str) -> None:
-    owner = host.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout
-    if f'"run_id": "{run_id}"' not in owner:
+    owner = read_lock(host)
+    if not owner or owner.get("run_id") != run_id:
         raise TunepathError(f"on {host.name}: run {run_id} does not hold the lock "
-                            f"({owner.strip() or 'no lock'}); start live runs with `scripts/run`")
+                            f"({_describe(owner) if owner is not None else 'no lock'}); start live runs with "
+                            "`scripts/run`")
 
 
 def release_lock(host: Host, run_id: str) -> None:
-    host.run(f"grep -q '\"run_id\": \"{run_id}\"' {LOCK_DIR}/owner 2>/dev/null && rm -rf {LOCK_DIR}",
-             check=False, timeout=15)
+    """Remove the lock if ``run_id`` holds it; another run's lock stays."""
+    owner = quote(LOCK_DIR + "/owner")
+    mine = quote(json.dumps({"run_id": run_id})[1:-1])        # '"run_id": "<id>"', as json.dumps writes it
+    host.run(f"grep -qF -- {mine} {owner} 2>/dev/null && rm -rf {quote(LOCK_DIR)}", check=False, timeout=15)
 
 
 def boot_id(host: Host) -> str:

@@ -22,6 +22,7 @@ from tunepath.live.actions import jvm_warnings, load_pidfile, log_size, run_bloc
 from tunepath.live.facts import cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
 from tunepath.live.session import Session, progress
+from tunepath.model.shell import quote
 from tunepath.parse.reports import parse_report
 
 __all__ = ["measure", "drive", "load_clients"]
@@ -45,7 +46,7 @@ def drive(session: Session, load_text: str, duration: int, clients: list[Host]) 
             return client.run(load_text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
                               child_times=True)
         finally:
-            client.run(f"rm -f {pidfile}", check=False, timeout=15)
+            client.run(f"rm -f {quote(pidfile, 'pid file')}", check=False, timeout=15)
 
     if len(clients) == 1:
         return [one(0, clients[0])]

@@ -5,13 +5,16 @@ machine and a remote server. Starts raise the open-file limit as far as the host
 limit allows (the original's ``ulimit -n 65535 && startup.sh`` starts nothing where the
 hard limit is lower) and report the value obtained; readiness is polled on the benchmark
 URL, never assumed after a fixed sleep; stops wait for the JVM to exit (``CATALINA_PID``).
+Every path enters a command through :func:`tunepath.model.shell.quote`, so a home with a
+space or a quote stays one word. A ``server.xml`` written here may hold the AJP secret: it is
+created 0600 on both machines before its first byte is written.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -19,9 +22,10 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
 from tunepath.live.tomcatconf import TomcatConfig, render_server_xml, setenv_command
+from tunepath.model.shell import path as shell_path, port as shell_port, quote
 from tunepath.versions import TOMCAT_SHA512, TOMCAT_VERSION  # pinned there, re-exported here
 
-__all__ = ["Tomcat", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "sha512_of"]
+__all__ = ["Tomcat", "TOMCAT_VERSION", "TOMCAT_SHA512", "java_major", "java_binary", "sha512_of"]
 
 BACKUP_SUFFIX = ".tunepath-orig"
 
@@ -32,6 +36,11 @@ def sha512_of(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def java_binary(java_home: str | None) -> str:
+    """``java`` of the JDK at ``java_home``, quoted for a command; the one on the PATH without one."""
+    return shell_path(java_home, "bin/java", what="java_home") if java_home else "java"
 
 
 def java_major(version_output: str) -> int | None:
@@ -64,15 +73,23 @@ class Tomcat:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
+        return f"http://127.0.0.1:{shell_port(self.port, 'Tomcat port')}{self.path}"
+
+    def file(self, relative: str) -> str:
+        """A file under the Tomcat home, quoted for a command."""
+        return shell_path(self.home, relative, what="Tomcat home")
+
+    def _setenv_files(self) -> tuple[str, str, str]:
+        """bin/setenv.sh, its backup, and the marker saying there was none; quoted."""
+        return tuple(self.file(f"bin/setenv.sh{suffix}") for suffix in ("", BACKUP_SUFFIX, ".tunepath-none"))
 
     def _env(self) -> str:
-        return f"export CATALINA_PID={self.pidfile}; "
+        return f"export CATALINA_PID={self.file('temp/tomcat.pid')}; "
 
     # -- install ---------------------------------------------------------------------
     def installed_version(self) -> str | None:
-        r = self.host.run(f"test -x {self.home}/bin/version.sh && {self.home}/bin/version.sh", check=False,
-                          timeout=60)
+        version = self.file("bin/version.sh")
+        r = self.host.run(f"test -x {version} && {version}", check=False, timeout=60)
         m = re.search(r"Server number:\s*(\S+)", r.stdout)
         return ".".join(m.group(1).split(".")[:3]) if m else None
 
@@ -96,7 +113,7 @@ class Tomcat:
         want = re.search(r"(\d+\.\d+\.\d+)", str(tarball or url or ""))
         if have and (not want or have == want.group(1)):
             return have
-        home = shlex.quote(self.home)
+        home = quote(self.home, "Tomcat home")
         if self.host.run(f"test -e {home}", check=False, timeout=15).exited == 0:
             raise TunepathError(f"on {self.host.name}: {self.home} exists but holds no Tomcat "
                                 f"{want.group(1) if want else ''} (found {have or 'something else'}); "
@@ -108,7 +125,7 @@ class Tomcat:
                                 "or upload a local tarball")
         name = tarball.name if tarball else url.rsplit("/", 1)[-1]
         remote = f"~/.tunepath/cache/{name}"
-        qremote = f"~/.tunepath/cache/{shlex.quote(name)}"
+        qremote = quote(remote, "Tomcat tarball")
         self.host.run("mkdir -p ~/.tunepath/cache", timeout=30)
         if tarball:
             if sha512_of(tarball) != sha512:
@@ -116,8 +133,8 @@ class Tomcat:
                                     "release; delete it and fetch it again")
             self.host.put(tarball, remote)
         elif url:
-            self.host.run(f"curl -fsSL --retry 2 -o {qremote} {shlex.quote(url)} || wget -qO {qremote} "
-                          f"{shlex.quote(url)}", timeout=600,
+            self.host.run(f"curl -fsSL --retry 2 -o {qremote} {quote(url, 'Tomcat URL')} || wget -qO {qremote} "
+                          f"{quote(url, 'Tomcat URL')}", timeout=600,
                           hint="the server could not download Tomcat; upload a local tarball instead")
         else:
             raise TunepathError("Tomcat install needs a tarball or a URL")
@@ -137,82 +154,92 @@ class Tomcat:
 
     def open_examples(self) -> None:
         """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones)."""
-        ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
-        self.host.run(f"test -f {ctx}{BACKUP_SUFFIX} || cp -p {ctx} {ctx}{BACKUP_SUFFIX}; "
+        ctx, orig = (self.file(f"webapps/examples/META-INF/context.xml{s}") for s in ("", BACKUP_SUFFIX))
+        self.host.run(f"test -f {orig} || cp -p {ctx} {orig}; "
                       f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}", timeout=30)
 
     # -- configuration -------------------------------------------------------------------
     def backup(self) -> None:
         """Save the original server.xml (and an existing bin/setenv.sh) once; every configuration
         is rendered from the saved server.xml."""
-        setenv = f"{self.home}/bin/setenv.sh"
-        self.host.run(f"test -f {self.server_xml}{BACKUP_SUFFIX} || cp -p {self.server_xml} "
-                      f"{self.server_xml}{BACKUP_SUFFIX}; "
-                      f"if [ ! -e {setenv}{BACKUP_SUFFIX} ] && [ ! -e {setenv}.tunepath-none ]; then "
-                      f"if [ -f {setenv} ]; then cp -p {setenv} {setenv}{BACKUP_SUFFIX}; "
-                      f"else touch {setenv}.tunepath-none; fi; fi", timeout=30)
+        xml, xml_orig = self.file("conf/server.xml"), self.file(f"conf/server.xml{BACKUP_SUFFIX}")
+        setenv, setenv_orig, setenv_none = self._setenv_files()
+        self.host.run(f"test -f {xml_orig} || cp -p {xml} {xml_orig}; "
+                      f"if [ ! -e {setenv_orig} ] && [ ! -e {setenv_none} ]; then "
+                      f"if [ -f {setenv} ]; then cp -p {setenv} {setenv_orig}; "
+                      f"else touch {setenv_none}; fi; fi", timeout=30)
 
     def original_server_xml(self) -> str:
         self.backup()
-        return self.host.run(f"cat {self.server_xml}{BACKUP_SUFFIX}", timeout=30).stdout
+        return self.host.run(f"cat {self.file(f'conf/server.xml{BACKUP_SUFFIX}')}", timeout=30).stdout
 
     def configure(self, config: TomcatConfig) -> str:
-        """Write server.xml (and setenv.sh) for ``config``; returns the server.xml written."""
+        """Write server.xml (and setenv.sh) for ``config``; returns the server.xml written.
+
+        The file may hold the AJP secret: it is written 0600 here (``mkstemp``), created empty
+        and 0600 on the host before the upload fills it, and moved into place with that mode."""
         text = render_server_xml(self.original_server_xml(), config)
-        with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as fh:
-            fh.write(text)
-            local = Path(fh.name)
+        new, xml = self.file("conf/server.xml.tunepath-new"), self.file("conf/server.xml")
+        fd, name = tempfile.mkstemp(suffix=".xml")
+        local = Path(name)
         try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            self.host.run(f"rm -f {new} && (umask 077 && : > {new})", timeout=30)
             self.host.put(local, f"{self.server_xml}.tunepath-new")
         finally:
             local.unlink(missing_ok=True)
-        self.host.run(f"mv {self.server_xml}.tunepath-new {self.server_xml}", timeout=30)
+        self.host.run(f"chmod 600 {new} && mv {new} {xml}", timeout=30)
         self.host.run(setenv_command(self.home, config), timeout=30)
         return text
 
     def restore_config(self) -> bool:
         """Put back the original server.xml, bin/setenv.sh and the examples webapp's context.xml;
         True if anything changed. The backups stay: they are the originals for the next run."""
-        setenv = f"{self.home}/bin/setenv.sh"
-        ctx = f"{self.home}/webapps/examples/META-INF/context.xml"
+        setenv, setenv_orig, setenv_none = self._setenv_files()
+        files = f"{self.file('conf/server.xml')} {self.file('webapps/examples/META-INF/context.xml')}"
+        orig = f'"$f{BACKUP_SUFFIX}"'
         r = self.host.run(
-            f"for f in {self.server_xml} {ctx}; do if [ -f $f{BACKUP_SUFFIX} ]; then "
-            f"cmp -s $f{BACKUP_SUFFIX} $f || {{ cp -p $f{BACKUP_SUFFIX} $f && echo restored; }}; fi; done; "
-            f"if [ -f {setenv}{BACKUP_SUFFIX} ]; then cmp -s {setenv}{BACKUP_SUFFIX} {setenv} || "
-            f"{{ cp -p {setenv}{BACKUP_SUFFIX} {setenv} && echo restored; }}; "
-            f"elif [ -e {setenv}.tunepath-none ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi",
+            f"for f in {files}; do if [ -f {orig} ]; then "
+            f"cmp -s {orig} \"$f\" || {{ cp -p {orig} \"$f\" && echo restored; }}; fi; done; "
+            f"if [ -f {setenv_orig} ]; then cmp -s {setenv_orig} {setenv} || "
+            f"{{ cp -p {setenv_orig} {setenv} && echo restored; }}; "
+            f"elif [ -e {setenv_none} ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi",
             timeout=30, check=False)
         return "restored" in r.stdout
 
     # -- lifecycle ---------------------------------------------------------------------------
     def pid(self) -> int | None:
-        r = self.host.run(f"test -f {self.pidfile} && pid=$(cat {self.pidfile}) && kill -0 $pid 2>/dev/null "
-                          f"&& echo $pid", check=False, timeout=15)
+        pidfile = self.file("temp/tomcat.pid")
+        r = self.host.run(f"test -f {pidfile} && pid=$(cat {pidfile}) && kill -0 \"$pid\" 2>/dev/null "
+                          f"&& echo \"$pid\"", check=False, timeout=15)
         return int(r.stdout.strip()) if r.stdout.strip().isdigit() else None
 
     def wait_ready(self, timeout: float = 90) -> float:
         """Poll the benchmark URL until it answers 200; returns the seconds it took."""
         start = time.monotonic()
+        pidfile = self.file("temp/tomcat.pid")
         loop = (f"end=$((SECONDS+{int(timeout)})); while [ $SECONDS -lt $end ]; do "
-                f"code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 2 {self.url}); "
+                f"code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 2 {quote(self.url, 'URL')}); "
                 f"[ \"$code\" = 200 ] && exit 0; "
-                f"[ -f {self.pidfile} ] && ! kill -0 $(cat {self.pidfile}) 2>/dev/null && exit 3; "
+                f"[ -f {pidfile} ] && ! kill -0 \"$(cat {pidfile})\" 2>/dev/null && exit 3; "
                 f"sleep 0.2; done; exit 2")
         r = self.host.run(loop, timeout=timeout + 10, check=False)
         if r.exited == 0:
             return time.monotonic() - start
-        tail = self.host.run(f"tail -n 5 {self.home}/logs/catalina.out 2>/dev/null", check=False).stdout.strip()
+        tail = self.host.run(f"tail -n 5 {self.file('logs/catalina.out')} 2>/dev/null", check=False).stdout.strip()
         why = "the JVM exited" if r.exited == 3 else f"no HTTP 200 within {timeout:g} s"
         raise TunepathError(f"on {self.host.name}: Tomcat did not become ready at {self.url} ({why}). "
                             f"Last lines of catalina.out: {tail.splitlines()[-1] if tail else 'none'}")
 
     def stop(self, timeout: int = 30) -> None:
         """Stop and wait for the JVM to exit (forcing it after ``timeout`` seconds)."""
+        pidfile = self.file("temp/tomcat.pid")
         if not self.pid():
-            self.host.run(f"rm -f {self.pidfile}", check=False, timeout=15)
+            self.host.run(f"rm -f {pidfile}", check=False, timeout=15)
             return
-        self.host.run(self._env() + f"{self.home}/bin/shutdown.sh {timeout} -force >/dev/null 2>&1; "
-                      f"rm -f {self.pidfile}", timeout=timeout + 30, check=False)
+        self.host.run(self._env() + f"{self.file('bin/shutdown.sh')} {int(timeout)} -force >/dev/null 2>&1; "
+                      f"rm -f {pidfile}", timeout=timeout + 30, check=False)
         if self.pid():
             raise TunepathError(f"on {self.host.name}: Tomcat would not stop (pid file {self.pidfile})")
 

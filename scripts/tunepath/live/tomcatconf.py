@@ -11,11 +11,11 @@ Host, keep the HTTP Connector, and use only Connector attributes Tomcat 11 knows
 from __future__ import annotations
 
 import re
-import shlex
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from tunepath.errors import TunepathError
+from tunepath.model.shell import heredoc, path, quote
 
 __all__ = ["TomcatConfig", "ConfigError", "render_server_xml", "validate_server_xml", "render_setenv",
            "setenv_command",
@@ -177,15 +177,16 @@ def render_setenv(config: TomcatConfig) -> str | None:
             raise ConfigError(f"JVM option {opt!r} must start with '-'")
     lines = ["#!/bin/sh", "# written by tunepath; removed when the configuration is restored"]
     if config.java_home:
-        lines.append(f"JAVA_HOME={shlex.quote(config.java_home)}")
+        lines.append(f"JAVA_HOME={quote(config.java_home, 'java_home')}")
     if config.jvm_options:
-        lines.append(f"CATALINA_OPTS={shlex.quote(' '.join(config.jvm_options))}")
+        lines.append(f"CATALINA_OPTS={quote(' '.join(config.jvm_options), 'JVM options')}")
     return "\n".join(lines) + "\n"
 
 
 def setenv_command(home: str, config: TomcatConfig) -> str:
     """The shell command that writes (or removes) ``bin/setenv.sh`` for ``config``."""
     text = render_setenv(config)
+    target = path(home, "bin/setenv.sh", what="tomcat_home")
     if text is None:
-        return f"rm -f {home}/bin/setenv.sh"
-    return f"cat > {home}/bin/setenv.sh <<'EOF'\n{text}EOF"
+        return f"rm -f {target}"
+    return heredoc(target, text)

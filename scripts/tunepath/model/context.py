@@ -11,10 +11,30 @@ from dataclasses import asdict, dataclass, fields
 from typing import Iterable
 
 from tunepath.errors import TunepathError
+from tunepath.model.shell import number, port, quote
 
 __all__ = ["HostContext", "BENCH_PATH", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
+
+
+def _check_type(key: str, value, default) -> None:
+    """A context value has its field's type (that of its default): a bool is no number, a
+    number no string, counts are not negative, a port is a port."""
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0  # noqa: E731
+    if isinstance(default, bool):
+        ok, wanted = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, wanted = whole(value) and (key != "port" or 1 <= value <= 65535), \
+            "a port from 1 to 65535" if key == "port" else "a whole number from 0"
+    elif isinstance(default, tuple):
+        ok = (isinstance(value, (list, tuple)) and all(whole(v) for v in value)) or \
+            (isinstance(value, str) and key.endswith("_cpus"))
+        wanted = "a CPU list such as '0-7,96'" if key.endswith("_cpus") else "a list of whole numbers"
+    else:
+        ok, wanted = isinstance(value, str) or (value is None and default is None), "a string"
+    if not ok:
+        raise TunepathError(f"host context {key}: {value!r} is not {wanted}")
 
 
 @dataclass(frozen=True)
@@ -54,10 +74,14 @@ class HostContext:
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+        if not isinstance(data, dict):
+            raise TunepathError(f"a host context is an object of settings, not {type(data).__name__}")
+        known = {f.name: f.default for f in fields(cls)}
+        unknown = set(data) - set(known)
         if unknown:
             raise TunepathError(f"unknown host context key(s): {', '.join(sorted(unknown))}")
+        for key, value in data.items():
+            _check_type(key, value, known[key])
         values = dict(data)
         for key in ("baseline_cpus", "numa_cpus"):
             if key in values:
@@ -89,16 +113,19 @@ class HostContext:
         """wrk2 at one offered rate, printing corrected and uncorrected (-U) percentiles."""
         d = self.duration_s if duration_s is None else duration_s
         extra = " -U --latency" if latency else ""
-        return f"{self.load_generator} -t{self.threads} -c{self.connections} -d{d} -R{rate}{extra} {self.url}"
+        t, c, d, r = (number(v, f"host context {k}") for k, v in
+                      (("threads", self.threads), ("connections", self.connections), ("duration", d), ("rate", rate)))
+        tool = quote(self.load_generator, "host context load_generator")
+        return f"{tool} -t{t} -c{c} -d{d} -R{r}{extra} {quote(self.url, 'host context URL')}"
 
     @property
     def url(self) -> str:
-        return f"http://{self.server_address}:{self.port}{self.path}"
+        return f"http://{self.server_address}:{port(self.port, 'host context port')}{self.path}"
 
     @property
     def raise_nofile(self) -> str:
         """Raise the open-file limit as far as the hard limit allows (never start nothing)."""
-        return f'ulimit -n {self.nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
+        return f'ulimit -n {number(self.nofile, "host context nofile")} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
 
     def load_command(self, smoke: bool = False, duration_s: int | None = None) -> str:
         if smoke:
@@ -106,9 +133,12 @@ class HostContext:
         else:
             c, t, r, d = self.connections, self.threads, self.rate, self.duration_s
         d = d if duration_s is None else duration_s
+        c, t, r, d = (number(v, f"host context {k}") for k, v in
+                      (("connections", c), ("threads", t), ("rate", r), ("duration", d)))
         rate = f" -R{r}" if self.open_loop else ""
         latency = " --latency" if self.latency_flag else ""
-        return f"{self.raise_nofile}\n{self.load_generator} -c{c} -t{t}{rate} -d{d}{latency} {self.url}"
+        tool = quote(self.load_generator, "host context load_generator")
+        return f"{self.raise_nofile}\n{tool} -c{c} -t{t}{rate} -d{d}{latency} {quote(self.url, 'host context URL')}"
 
 
 def parse_cpu_list(value) -> list[int]:

@@ -11,12 +11,15 @@ from typing import Iterable
 
 from tunepath.errors import TunepathError
 from tunepath.live.hoststate import GRUB_DROP_IN
+from tunepath.live.tomcat import java_binary
 from tunepath.model.context import HostContext, brace_ranges, cpu_ranges
 from tunepath.model.plan import Block
+from tunepath.model.shell import number, path, quote
 
 __all__ = ["ACCESS_LOG_VALVE", "STOCK_CONNECTOR", "thread_connector", "sweep_connector", "element",
            "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "grub",
-           "set_cpus", "offline_all_but", "move_cpus", "set_queues", "VERIFY_COMMANDS", "verify_command"]
+           "set_cpus", "offline_all_but", "move_cpus", "set_queues", "VERIFY_COMMANDS", "verify_command",
+           "tomcat_path", "java", "nic", "nic_numa_node"]
 
 ACCESS_LOG_VALVE = {
     "className": "org.apache.catalina.valves.AccessLogValve",
@@ -60,19 +63,24 @@ def connector_xml(attrs: dict | None = None) -> str:
 
 
 # --- Tomcat and the load ------------------------------------------------------------
+def tomcat_path(ctx: HostContext, relative: str) -> str:
+    """A file of the context's Tomcat, quoted for a command: ``~/apache-tomcat-11.0.10/bin/startup.sh``."""
+    return path(ctx.tomcat_home, relative, what="tomcat_home")
+
+
 def start_lines(ctx: HostContext) -> str:
-    return (f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
+    return (f"export CATALINA_PID={tomcat_path(ctx, 'temp/tomcat.pid')}\n"
             f"{ctx.raise_nofile}\n"
-            f"{ctx.tomcat_home}/bin/startup.sh")
+            f"{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
 def restart(ctx: HostContext) -> Block:
     return Block("restart-tomcat", "server",
                  "Restart Tomcat: wait for the old JVM to exit, raise the open-file limit, start",
-                 f"export CATALINA_PID={ctx.tomcat_home}/temp/tomcat.pid\n"
-                 f"{ctx.tomcat_home}/bin/shutdown.sh 10 -force >/dev/null 2>&1\n"
+                 f"export CATALINA_PID={tomcat_path(ctx, 'temp/tomcat.pid')}\n"
+                 f"{tomcat_path(ctx, 'bin/shutdown.sh')} 10 -force >/dev/null 2>&1\n"
                  f"{ctx.raise_nofile}\n"
-                 f"{ctx.tomcat_home}/bin/startup.sh")
+                 f"{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
 def warm_up(ctx: HostContext) -> list[Block]:
@@ -101,6 +109,7 @@ def grub(block_id: str, title: str, cmdline: str) -> Block:
 
 
 def set_cpus(cpus: Iterable[int], online: bool) -> str:
+    cpus = [int(number(c, "CPU number")) for c in cpus]     # brace ranges stay unquoted: numbers only
     return (f"for no in {brace_ranges(cpus)}; do sudo bash -c "
             f"\"echo {1 if online else 0} > /sys/devices/system/cpu/cpu${{no}}/online\"; done")
 
@@ -119,18 +128,37 @@ def move_cpus(ctx: HostContext) -> Block:
 
 def set_queues(ctx: HostContext) -> Block:
     return Block("set-queues", "server", f"Set {ctx.nic_queues} combined queues on {ctx.nic}",
-                 f"sudo ethtool -L {ctx.nic} combined {ctx.nic_queues}", disruptive=True)
+                 f"sudo ethtool -L {nic(ctx)} combined {number(ctx.nic_queues, 'nic_queues')}",
+                 disruptive=True)
 
 
 # --- verification commands -------------------------------------------------------------
+def java(ctx: HostContext) -> str:
+    """The context's ``java``: its JDK's (``java_home``), else the one on the PATH."""
+    return java_binary(ctx.java_home)
+
+
+def nic(ctx: HostContext) -> str:
+    """The context's network interface, quoted (an interface name holds no ``/``)."""
+    if "/" in str(ctx.nic):
+        raise TunepathError(f"nic {ctx.nic!r} is not an interface name (it holds a '/')")
+    return quote(ctx.nic, "nic")
+
+
+def nic_numa_node(ctx: HostContext) -> str:
+    """The sysfs file holding the NUMA node of the context's NIC, quoted."""
+    nic(ctx)
+    return path("/sys/class/net", ctx.nic, "device/numa_node", what="nic")
+
+
 VERIFY_COMMANDS = {
-    "tomcat-version": lambda ctx: f"{ctx.tomcat_home}/bin/version.sh",
+    "tomcat-version": lambda ctx: tomcat_path(ctx, "bin/version.sh"),
     "dmesg-iommu": lambda ctx: "sudo dmesg | grep iommu",
     "lscpu": lambda ctx: "lscpu",
-    "ethtool-l": lambda ctx: f"ethtool -l {ctx.nic}",
+    "ethtool-l": lambda ctx: f"ethtool -l {nic(ctx)}",
     "numactl-h": lambda ctx: "numactl -H",
-    "nic-numa-node": lambda ctx: f"cat /sys/class/net/{ctx.nic}/device/numa_node",
-    "java-version": lambda ctx: f"{ctx.java_home + '/bin/' if ctx.java_home else ''}java -version 2>&1",
+    "nic-numa-node": lambda ctx: f"cat {nic_numa_node(ctx)}",
+    "java-version": lambda ctx: f"{java(ctx)} -version 2>&1",
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
     "load-generator-versions": lambda ctx: "wrk2 -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
+from tunepath.model.shell import number, port, quote
 from tunepath.steps.base import Step
 from tunepath.steps.commands import restart, warm_up
 
@@ -38,10 +40,12 @@ class LoadGenerators(Step):
         return TomcatConfig(access_log=False) if variant in TOOLS else super().config(variant, ctx)
 
     def plan(self, ctx: HostContext) -> list[Block]:
-        d, c, t, url = ctx.duration_s, ctx.connections, ctx.threads, ctx.url
+        d, c, t = (number(ctx.duration_s, "duration"), number(ctx.connections, "connections"),
+                   number(ctx.threads, "threads"))
+        url, rate = quote(ctx.url, "URL"), number(ctx.rate, "rate")
         return [
             Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
-                  f"{ctx.raise_nofile}\nwrk2 -c{c} -t{t} -R{ctx.rate} -d{d} --latency {url}", variant="wrk2"),
+                  f"{ctx.raise_nofile}\nwrk2 -c{c} -t{t} -R{rate} -d{d} --latency {url}", variant="wrk2"),
             Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
                   f"{ctx.raise_nofile}\nwrk -c{c} -t{t} -d{d} --latency {url}", variant="wrk"),
             Block("load-ab", "client", "ab: one thread, keep-alive, for the same time",
@@ -49,8 +53,9 @@ class LoadGenerators(Step):
             Block("jmeter-plan", "client", f"JMeter: save this test plan as {JMETER_PLAN} on the client",
                   JMETER_PLAN_XML, lang="xml", variant="jmeter"),
             Block("load-jmeter", "client", "JMeter: non-GUI mode, one thread per connection, for the same time",
-                  f"{ctx.raise_nofile}\njmeter -n -t {JMETER_PLAN} -Jthreads={c} -Jduration={d} "
-                  f"-Jhost={ctx.server_address} -Jport={ctx.port} -Jpath={ctx.path} -j ~/.tunepath/jmeter.log",
+                  f"{ctx.raise_nofile}\njmeter -n -t {quote(JMETER_PLAN)} -Jthreads={c} -Jduration={d} "
+                  f"-Jhost={quote(ctx.server_address, 'server_address')} -Jport={port(ctx.port)} "
+                  f"-Jpath={quote(ctx.path, 'path')} -j ~/.tunepath/jmeter.log",
                   variant="jmeter"),
             restart(ctx),
             *warm_up(ctx),          # the warm-up (by wrk); each variant then runs its own tool
@@ -59,7 +64,7 @@ class LoadGenerators(Step):
     # --- live ---------------------------------------------------------------------------
     def skip_reasons(self, session, variant: Variant) -> list[str]:
         binary = variant.name
-        if session.client.run(f"command -v {binary}", check=False, timeout=15).exited == 0:
+        if session.client.run(f"command -v {quote(binary)}", check=False, timeout=15).exited == 0:
             return []
         return [f"{binary} is not installed on the client" + (
             " (wrk2 is in no package registry: build it with --build-wrk2 on an x86_64 client)"
@@ -79,9 +84,11 @@ class LoadGenerators(Step):
 
 def upload_plan(session, text: str) -> None:
     """The JMeter test plan onto the client, through Fabric (or a copy on this machine)."""
-    plan_file = Path(tempfile.mkstemp(suffix=".jmx")[1])
+    fd, name = tempfile.mkstemp(suffix=".jmx")
+    plan_file = Path(name)
     try:
-        plan_file.write_text(text + "\n", encoding="utf-8")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
         session.client.run("mkdir -p ~/.tunepath", timeout=15)
         session.client.put(plan_file, JMETER_PLAN)
     finally:

@@ -7,7 +7,7 @@ from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import Step
 from tunepath.steps.baseline import tuned
-from tunepath.steps.commands import load_blocks, restart, set_queues
+from tunepath.steps.commands import load_blocks, nic, restart, set_queues
 
 __all__ = ["STEP"]
 
@@ -27,7 +27,7 @@ class NicQueues(Step):
 
     def plan(self, ctx: HostContext) -> list[Block]:
         return [
-            Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {ctx.nic}"),
+            Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {nic(ctx)}"),
             set_queues(ctx),
             restart(ctx),
             *load_blocks(ctx),

@@ -7,7 +7,7 @@ from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import Step
 from tunepath.steps.baseline import tuned
-from tunepath.steps.commands import load_blocks, move_cpus, restart
+from tunepath.steps.commands import load_blocks, move_cpus, nic_numa_node, restart
 
 __all__ = ["STEP"]
 
@@ -29,7 +29,7 @@ class Numa(Step):
         return [
             Block("numa-topology", "server", "Show the NUMA nodes, their CPUs and distances", "numactl -H"),
             Block("nic-node", "server", f"Find the NUMA node of {ctx.nic}",
-                  f"cat /sys/class/net/{ctx.nic}/device/numa_node"),
+                  f"cat {nic_numa_node(ctx)}"),
             move_cpus(ctx),
             restart(ctx),
             *load_blocks(ctx),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import replace
 
-from tunepath.live.httpd import PROXY_PORT, Httpd, httpd_conf
+from tunepath.live.httpd import PROXY_PORT, SECRET_PLACEHOLDER, Httpd, httpd_conf, start_command
 from tunepath.live.tomcatconf import TomcatConfig, ajp_attributes
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
@@ -39,30 +40,32 @@ class Proxy(Step):
         return variant != "direct"
 
     def plan(self, ctx: HostContext) -> list[Block]:
-        proxied = ctx.url.replace(f":{ctx.port}/", f":{PROXY_PORT}/")
         blocks = [Block("ajp-connector", "server", f"The AJP Connector added to {ctx.tomcat_home}/conf/server.xml",
                         element("Connector", ajp_attributes(ctx.ajp_secret)), lang="xml", variant="ajp")]
         for mode in ("http", "ajp"):
             conf = httpd_conf(mode, ctx.httpd_dir, ctx.port, ctx.ajp_secret)
             blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {PROXY_PORT} "
-                                f"with mod_proxy_{mode}",
-                                f"mkdir -p {ctx.httpd_dir} && cat > {ctx.httpd_dir}/httpd.conf <<'EOF'\n{conf}EOF\n"
-                                f"apache2 -f {ctx.httpd_dir}/httpd.conf -k start", variant=mode))
+                                f"with mod_proxy_{mode}", start_command(ctx.httpd_dir, conf), variant=mode))
         blocks += [restart(ctx), *warm_up(ctx)]
-        rate = f" -R{ctx.rate}" if ctx.open_loop else ""
-        latency = " --latency" if ctx.latency_flag else ""
-        for v, url in (("direct", ctx.url), ("http", proxied), ("ajp", proxied)):
+        proxied = replace(ctx, port=PROXY_PORT)          # the same load, sent to httpd
+        for v, target in (("direct", ctx), ("http", proxied), ("ajp", proxied)):
             blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
-                                f"{ctx.raise_nofile}\n{ctx.load_generator} -c{ctx.connections} -t{ctx.threads}{rate} "
-                                f"-d{ctx.duration_s}{latency} {url}", variant=v))
+                                target.load_command(), variant=v))
         return blocks
 
     # --- live ---------------------------------------------------------------------------
+    def run_live(self, session) -> None:
+        """The standard flow; while the run's AJP secret is live, no error carries it."""
+        from tunepath.live.actions import secret_hidden
+        from tunepath.live.execute import standard_flow
+
+        secret_hidden(lambda: standard_flow(self, session), lambda: session.ctx.ajp_secret, SECRET_PLACEHOLDER)
+
     def prepare_live(self, session) -> None:
         """A fresh AJP secret for this run: in the commands run, masked in everything recorded."""
         secret = secrets.token_urlsafe(24)
         session.ctx = replace(session.ctx, ajp_secret=secret)
-        session.recorder.mask.add(secret, HostContext().ajp_secret)
+        session.recorder.mask.add(secret, SECRET_PLACEHOLDER)
 
     def skip_reasons(self, session, variant: Variant) -> list[str]:
         if variant.name == "direct":
@@ -73,13 +76,17 @@ class Proxy(Step):
     def before_load(self, session, variant: str, blocks: dict[str, Block], repetition: int):
         if variant == "direct":
             return None
-        from tunepath.live.actions import run_block
         from tunepath.live.session import progress
 
-        httpd = Httpd(session.server, session.ctx.httpd_dir)
-        httpd.stop()
-        run_block(session, self.name, blocks[f"httpd-{variant}"], timeout=60, repetition=repetition)
-        httpd.wait_ready()
+        ctx, block = session.ctx, blocks[f"httpd-{variant}"]
+        httpd = Httpd(session.server, ctx.httpd_dir)
+        started = time.monotonic()
+        # the block's effect, with its configuration uploaded: the AJP secret never goes on a command line
+        httpd.start(httpd_conf(variant, ctx.httpd_dir, ctx.port, ctx.ajp_secret))
+        session.recorder.block(self.name, block.id, block.host, block.text, "ran", exit_status=0,
+                               duration_s=round(time.monotonic() - started, 3),
+                               how="httpd.conf uploaded (mode 0600), never passed on a command line",
+                               **({"repetition": repetition} if repetition > 1 else {}))
         progress(f"{self.name}/{variant}: httpd answers on port {PROXY_PORT}")
 
         def stop() -> None:

@@ -13,7 +13,8 @@ from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import Step
-from tunepath.steps.commands import start_lines
+from tunepath.model.shell import quote
+from tunepath.steps.commands import start_lines, tomcat_path
 
 __all__ = ["STEP"]
 
@@ -38,13 +39,14 @@ class Setup(Step):
         dist = f"https://archive.apache.org/dist/tomcat/tomcat-{major}/v{v}/bin/{tarball}"
         return [
             Block("install-jdk", "server", "Install a JDK (Tomcat 11 needs Java 17 or later)",
-                  f"sudo apt-get update && sudo apt-get install -y {ctx.java_package}"),
+                  f"sudo apt-get update && sudo apt-get install -y {quote(ctx.java_package, 'java_package')}"),
             Block("install-tomcat", "server", f"Download Tomcat {v}, check its SHA-512 and unpack it",
-                  f"cd ~ && wget {dist} {dist}.sha512\n"
-                  f"sha512sum -c {tarball}.sha512\n"
-                  f"tar xzf {tarball}"),
+                  f"cd ~ && wget {quote(dist, 'URL')} {quote(dist + '.sha512', 'URL')}\n"
+                  f"sha512sum -c {quote(tarball + '.sha512', 'tarball')}\n"
+                  f"tar xzf {quote(tarball, 'tarball')}"),
             Block("open-examples", "server", "Let remote clients reach the examples webapp",
-                  f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx.tomcat_home}/webapps/examples/META-INF/context.xml"),
+                  f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' "
+                  f"{tomcat_path(ctx, 'webapps/examples/META-INF/context.xml')}"),
             Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit", start_lines(ctx)),
             Block("build-wrk2", "client", "Build wrk2 from source (x86_64 client)",
                   "sudo apt-get install -y build-essential libssl-dev zlib1g-dev git\n"
