@@ -29,20 +29,14 @@ from tunepath.versions import TOMCAT_VERSION
 
 def _cmd_parse(args) -> int:
     # only the parsers: `tunepath parse` must start without the live, steps or publish code
-    from tunepath.parse.reports import ParseError, parse_report, parse_report_file
+    from tunepath.parse.reports import parse_report_file, parse_report_stream
 
-    source = "stdin" if args.file == "-" else args.file
-    try:
-        if args.file == "-":
-            report = parse_report(sys.stdin.buffer.read().decode("utf-8", errors="replace"), args.tool)
-        else:
-            report = parse_report_file(args.file, args.tool)
-    except FileNotFoundError:
-        raise UserError(f"{source}: no such file")
-    except IsADirectoryError:
-        raise UserError(f"{source}: is a directory, not a wrk report")
-    except ParseError as exc:
-        raise UserError(f"{source}: {exc}")
+    # both name the file (or stdin) in every ParseError: unreadable, too large, not a report,
+    # more than one report, nothing trustworthy left; the CLI prints it as one line
+    if args.file == "-":
+        report = parse_report_stream(sys.stdin.buffer, args.tool)
+    else:
+        report = parse_report_file(args.file, args.tool)
     json.dump(report.to_dict(), sys.stdout, indent=None if args.compact else 2, allow_nan=False)
     sys.stdout.write("\n")
     return 0
@@ -127,7 +121,10 @@ def _runs_dir(args) -> Path:
 def _cmd_build(args) -> int:
     from tunepath.publish.build import build_site
 
-    steps = args.steps.split(",") if args.steps else None
+    steps = [s.strip() for s in args.steps.split(",")] if args.steps is not None else None
+    if steps is not None and not all(steps):
+        raise UserError(f"--steps {args.steps!r}: give step names separated by commas, e.g. --steps baseline,numa "
+                        "(`tunepath steps` lists them)")
     build_site(site_dir=Path(args.site_dir) if args.site_dir else None,
                runs_dir=Path(args.runs_dir) if args.runs_dir else None,
                steps=steps, with_hugo=not args.no_hugo, destination=args.destination,
@@ -136,9 +133,17 @@ def _cmd_build(args) -> int:
 
 
 def _abs(path: str | None, what: str) -> str | None:
+    """A local file given on the command line, as an absolute path (the steps run elsewhere)."""
     if path is None:
         return None
-    p = Path(path).expanduser().resolve()
+    if not path.strip() or "\0" in path:
+        raise UserError(f"{what} {path!r}: give the path of a file")
+    try:
+        p = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:      # a symlink loop, a name too long
+        raise UserError(f"{what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if p.is_dir():
+        raise UserError(f"{what} {path}: is a directory, not a file")
     if not p.is_file():
         raise UserError(f"{what} {path}: no such file")
     return str(p)
@@ -157,6 +162,8 @@ def _positive_int(text: str) -> int:
 
 
 def _live_options(args):
+    """The live options of ``tunepath run`` / ``restore``; checked by ``run_path``/``restore_host``
+    (and ``--check-options``) before anything connects."""
     from tunepath.live.session import LiveOptions
 
     return LiveOptions(hosts_file=_abs(args.hosts, "inventory"), profile=args.profile if hasattr(args, "profile") else "quick",
@@ -173,15 +180,17 @@ def _live_options(args):
 
 
 def _cmd_run(args) -> int:
-    from tunepath.live.loadgen import get_profile
-    from tunepath.live.runner import run_path
+    from tunepath.live.runner import check_run, run_path
 
-    get_profile(args.profile)
-    if args.allow_reboot and not args.apply:
-        raise UserError("--allow-reboot only makes sense with --apply")
-    steps = args.steps.split(",") if args.steps else None
-    run_path(_live_options(args), steps=steps, runs_dir=Path(args.runs_dir) if args.runs_dir else None,
-             build=not args.no_build, site_dir=Path(args.site_dir) if args.site_dir else None)
+    options = _live_options(args)
+    steps = args.steps.split(",") if args.steps is not None else None
+    runs_dir = Path(args.runs_dir) if args.runs_dir else None
+    site_dir = Path(args.site_dir) if args.site_dir else None
+    if args.check_options:             # scripts/run: before it installs anything
+        chosen = check_run(options, steps, runs_dir, site_dir)
+        print(f"options are valid: steps {', '.join(s.name for s in chosen)}; profile {options.profile}")
+        return 0
+    run_path(options, steps=steps, runs_dir=runs_dir, build=not args.no_build, site_dir=site_dir)
     return 0
 
 
@@ -196,7 +205,8 @@ def _cmd_restore(args) -> int:
 def _host_args(sp) -> None:
     sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
     sp.add_argument("--trust-new-hosts", action="store_true",
-                    help="accept and save host keys not yet in known_hosts (a changed key is still refused)")
+                    help="accept host keys not yet in known_hosts and append them once every host connected "
+                         "(a changed or @revoked key is still refused)")
     sp.add_argument("--tomcat-home", default=f"~/apache-tomcat-{TOMCAT_VERSION}", help="Tomcat's directory on the server")
     sp.add_argument("--http-port", type=int, default=8080, help="Tomcat's HTTP port")
     sp.add_argument("--java-home", default=None,
@@ -229,11 +239,20 @@ def _add_run(sub) -> None:
     sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")
     sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
     sp.add_argument("--no-build", action="store_true", help="record the run only")
+    sp.add_argument("--check-options", action="store_true",
+                    help="only check the options (and load the inventory); connect to nothing, write nothing")
     sp.set_defaults(func=_cmd_run)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr (exit 2) like every other expected failure."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tunepath", description=__doc__.split("\n")[0])
+    p = _Parser(prog="tunepath", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"tunepath {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -16,14 +16,29 @@ from tunepath.evidence.store import RunStore
 
 RUN_ID = "sandbox-wrk2-rate-sweep"
 URL_PORT = 18180
+CMD_FILE = re.compile(r"rate-(\d+)\.cmd")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TunepathError(f"{path}: not UTF-8 text; a .cmd file holds the command that was run") from None
+    except OSError as exc:
+        raise TunepathError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _measurements(directory: Path, files: dict[str, bytes]) -> tuple[list[dict], list[int]]:
     """One measurement per ``rate-N.cmd`` (rising rates), its raw output added to ``files``."""
     measurements, rates = [], []
-    for cmd_file in sorted(directory.glob("rate-*.cmd"), key=lambda p: int(p.stem.split("-")[1])):
-        rate = int(cmd_file.stem.split("-")[1])
-        lines = cmd_file.read_text(encoding="utf-8").splitlines()
+    if not directory.is_dir():
+        raise TunepathError(f"{directory}: not a directory (give the recorded sweep's directory)")
+    found = sorted(((int(m.group(1)), p) for p in directory.iterdir() if (m := CMD_FILE.fullmatch(p.name))),
+                   key=lambda rp: rp[0])
+    for rate, cmd_file in found:
+        lines = _read(cmd_file).splitlines()
+        if not lines or not lines[0].strip():
+            raise TunepathError(f"{cmd_file}: empty; its first line must be the command that was run")
         command = lines[0].strip()
         status = re.search(r"exit status:\s*(\d+)", "\n".join(lines[1:]))
         raw = directory / f"rate-{rate}.txt"
@@ -127,8 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2:
         print("usage: python -m tunepath.evidence.importref SWEEP_DIR RUNS_DIR", file=sys.stderr)
         return 2
-    record, files = sweep_record(Path(argv[0]))
-    RunStore(Path(argv[1])).write(record, files)
+    try:
+        record, files = sweep_record(Path(argv[0]))
+        RunStore(Path(argv[1])).write(record, files)
+    except TunepathError as exc:
+        print(f"importref: {exc}", file=sys.stderr)
+        return 2
     print(f"recorded {Path(argv[1]) / RUN_ID}")
     return 0
 

@@ -5,6 +5,12 @@ rewritten atomically after every event (measurement, verification, skipped varia
 executed block, error), so an interrupted run still tells what happened. When the run
 ends — complete or failed — the directory is renamed to ``runs/<run_id>``; an existing
 run is never overwritten.
+
+Everything recorded goes through a :class:`Masker`: machine paths always become role names
+(the server's home ``~``, ``$JAVA_HOME``, ``$TUNEPATH_PROJECT`` …) or paths relative to the
+run (:func:`path_roles`), so a run carries no trace of the machine that recorded it; with
+``--mask-hosts`` host names, addresses and user names become role names too.
+:func:`rewrite_run` applies the same masking to a run recorded before.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.evidence.store import RUN_ID, RunStore
+from tunepath.model.shell import quote
 
-__all__ = ["RunRecorder", "new_run_id", "INPROGRESS", "Masker"]
+__all__ = ["RunRecorder", "new_run_id", "INPROGRESS", "Masker", "path_roles", "rewrite_run", "mask_file"]
 
 INPROGRESS = ".inprogress"
 
@@ -30,14 +37,27 @@ def new_run_id(server_name: str, now: dt.datetime | None = None) -> str:
 
 
 class Masker:
-    """Replaces host names and addresses by role names in everything a run records."""
+    """Replaces machine paths, host names and addresses by role names in everything a run records.
 
-    def __init__(self, replacements: dict[str, str] | None = None):
+    ``paths`` (see :func:`path_roles`) are replaced first, where a path starts (not inside
+    another path) and up to a ``/`` or the path's end: ``/root`` becomes ``~`` in
+    ``/root/apache-tomcat`` but stays in ``/rootfs``. A path that a command quoted (a shell
+    word in ``'…'``, an httpd.conf value in ``"…"``: it holds a space) is quoted again as the
+    same command renders its role, so a recorded command stays the one its page prints from the
+    recorded context. ``replacements`` (host names, addresses, user names) then, as whole names."""
+
+    def __init__(self, replacements: dict[str, str] | None = None, paths: dict[str, str] | None = None):
         # longest first, so "host.example" is replaced before "host"; whole names only, so
         # masking a host called "vm" leaves "JVM" alone
-        self.pairs = [(re.compile(rf"(?<![\w.-]){re.escape(k)}(?![\w-]|\.\w)"), v)
-                      for k, v in sorted(((k, v) for k, v in (replacements or {}).items() if k and k != v),
-                                         key=lambda kv: -len(kv[0]))]
+        by_length = lambda items: sorted(((k, v) for k, v in items if k and k != v), key=lambda kv: -len(kv[0]))  # noqa: E731
+        self.pairs = []
+        for k, v in by_length((paths or {}).items()):
+            shell = k.replace("'", "'\"'\"'")               # how shlex.quote writes a ' inside '…'
+            self.pairs += [(re.compile(rf"'{re.escape(shell)}((?:/[^'\n]*)?)'"), _requoted(v)),
+                           (re.compile(rf'"{re.escape(k)}((?:/[^"\n]*)?)"'), _requoted(v)),
+                           (re.compile(rf"(?<![\w.~$-]){re.escape(k)}(?![\w-]|\.\w)"), v)]
+        self.pairs += [(re.compile(rf"(?<![\w.-]){re.escape(k)}(?![\w-]|\.\w)"), v)
+                       for k, v in by_length((replacements or {}).items())]
 
     def add(self, secret: str, placeholder: str) -> None:
         """Mask ``secret`` wherever it appears (not only as a whole name)."""
@@ -48,13 +68,111 @@ class Masker:
             return value
         if isinstance(value, str):
             for pattern, new in self.pairs:
-                value = pattern.sub(new, value)
+                value = pattern.sub(new if callable(new) else (lambda _m, new=new: new), value)
             return value
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self(v) for v in value]
         return value
+
+
+PLAIN_DIRECTIVE = re.compile(r"[\w@%+=:,./~${}-]+")     # an httpd.conf value that needs no quotes
+
+
+def _requoted(role: str):
+    """The replacement of a quoted path: its role, quoted by the rule that quoted the path (the
+    shell's for '…', httpd.conf's for "…"); a "…" that did not need quoting is left to the plain rule."""
+    def replace(m: re.Match) -> str:
+        text = role + m.group(1)
+        if m.group(0)[0] == "'":
+            return quote(text)
+        if PLAIN_DIRECTIVE.fullmatch(m.group(0)[1:-1]):
+            return m.group(0)
+        return text if PLAIN_DIRECTIVE.fullmatch(text) else f'"{text}"'
+    return replace
+
+
+STANDARD_DIRS = ("/usr/", "/opt/", "/srv/", "/etc/", "/var/lib/")   # where a reader's own system has them too
+
+
+def _under(path: str, dirs) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def path_roles(homes=(), *, java_home: str | None = None, tomcat_home: str | None = None,
+               run_dirs=(), files: dict[str, str] | None = None, project: str | None = None,
+               runs_dir: str | None = None) -> dict[str, str]:
+    """The machine paths a run must not carry, each with what it records instead.
+
+    - the run's own directory (being recorded, and final): ``.``, relative to the run;
+    - a JDK outside the standard places (``/usr``, ``/opt`` …): ``$JAVA_HOME``;
+    - Tomcat's directory outside every home and the standard places: ``$TOMCAT_HOME``;
+    - ``files`` named by role (the inventory, the Tomcat tarball …), as given;
+    - the project's checkout ``$TUNEPATH_PROJECT``, a runs directory outside it ``$TUNEPATH_RUNS``;
+    - each host's home directory: ``~`` (Tomcat's reader-facing home is ``~/apache-tomcat-…``).
+
+    Longer paths win, so a JDK inside the checkout is ``$JAVA_HOME``, not ``$TUNEPATH_PROJECT/…``.
+    Relative, ``~``-prefixed and root (``/``) paths are left alone."""
+    homes = [h.rstrip("/") for h in homes if h and h.startswith("/") and h.rstrip("/")]
+    roles: dict[str, str] = {}
+
+    def put(path, role: str) -> None:
+        path = str(path or "").rstrip("/")
+        if path.startswith("/") and path not in roles:
+            roles[path] = role
+
+    for d in run_dirs:
+        put(d, ".")
+    if java_home and not _under(java_home, STANDARD_DIRS):
+        put(java_home, "$JAVA_HOME")
+    if tomcat_home and not _under(tomcat_home, [*STANDARD_DIRS, *homes]):
+        put(tomcat_home, "$TOMCAT_HOME")
+    for path, role in (files or {}).items():
+        put(path, role)
+    put(project, "$TUNEPATH_PROJECT")
+    if runs_dir and not (project and _under(str(runs_dir), [str(project)])):
+        put(runs_dir, "$TUNEPATH_RUNS")
+    for home in homes:
+        put(home, "~")
+    return roles
+
+
+def rewrite_run(run_dir: Path, mask: Masker) -> list[str]:
+    """Mask a recorded run after the fact, exactly as a live run masks what it records:
+    ``run.json``, verification outputs, executed notebooks, charts. The load generators' raw
+    outputs (``raw/``) stay byte for byte. Returns the files changed (relative to the run)."""
+    run_dir = Path(run_dir)
+    changed = []
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        rel = path.relative_to(run_dir)
+        if rel.parts[0] == "raw":
+            continue
+        if mask_file(path, mask):
+            changed.append(str(rel))
+    return changed
+
+
+def mask_file(path: Path, mask: Masker) -> bool:
+    """Mask one recorded text file in place (atomically); JSON files (run.json, notebooks) value by
+    value, in the layout they were written in. Returns whether it changed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return False                 # not text: nothing a path could hide in
+    try:
+        if path.suffix not in (".json", ".ipynb"):
+            raise ValueError("not JSON")
+        indent = 2 if path.name == "run.json" else 1      # RunRecorder.save / nbformat
+        new = json.dumps(mask(json.loads(text)), indent=indent, ensure_ascii=False) + text[len(text.rstrip("\n")):]
+    except ValueError:           # not JSON (or cut short): masked as text
+        new = mask(text)
+    if new == text:
+        return False
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
 
 
 class RunRecorder:

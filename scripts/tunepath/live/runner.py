@@ -1,8 +1,11 @@
 """``tunepath run``: record a new live run by executing the step notebooks, then rebuild.
 
-The runner connects to the hosts first (host keys checked: a refused key writes
-nothing), takes the server's lock, records host facts, then executes each step's
-notebook with Papermill in ``mode="live"``. Executed notebooks are kept inside the run.
+The runner checks its options first (:func:`check_run`: ranges, steps, the inventory), so a
+bad option connects to nothing. It then connects to the hosts (host keys checked: a refused
+key writes nothing), takes the server's lock, records host facts, then executes each step's
+notebook with Papermill in ``mode="live"``: the notebook gets the run id, the profile and
+the apply flags, never the run's paths, URLs or inventory (those stay in a 0600 side file
+beside the run). Executed notebooks are kept inside the run, masked like the rest of it.
 If a step fails or the run is interrupted, the runner ends what was started (load
 generator, Tomcat), restores ``server.xml`` and the host's changed state, records the run
 as failed with the error, releases the lock, and leaves the published site untouched.
@@ -12,7 +15,6 @@ Only a run that completes triggers the site rebuild.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from tunepath.errors import TunepathError
@@ -20,48 +22,101 @@ from tunepath.project import project_dir
 from tunepath.publish import notebooks
 from tunepath.steps import REGISTRY
 
-__all__ = ["run_path", "abort_run", "restore_host", "LIVE_STEPS"]
+__all__ = ["run_path", "check_run", "select_steps", "abort_run", "restore_host", "LIVE_STEPS"]
 
 LIVE_STEPS = [s.name for s in REGISTRY.live_steps()]   # the others only read runs: the rebuild makes them
 
 
 def _execute_notebook(step, recorder, runs_dir: Path, options, notebooks_dir: Path) -> Path:
-    """Execute ``step``'s notebook in live mode; the executed notebook is kept inside the run."""
+    """Execute ``step``'s notebook in live mode; the executed notebook is kept inside the run.
+
+    Its parameters name the run, never its options: the step's session reads them from the
+    run's side file (:func:`tunepath.live.session.load_options`)."""
+    from tunepath.live.session import side_file, write_private
+
     out = recorder.dir / "notebooks" / step.notebook
-    live_options = {k: v for k, v in asdict(options).items()
-                    if k not in ("hosts_file", "profile", "apply", "allow_reboot")}
-    params = notebooks.parameters("live", runs_dir, recorder.dir, [recorder.run_id], hosts_file=options.hosts_file,
-                                  profile=options.profile, apply=options.apply, allow_reboot=options.allow_reboot,
-                                  live_options=live_options)
+    params = notebooks.parameters("live", runs_dir, recorder.dir, [recorder.run_id], profile=options.profile,
+                                  apply=options.apply, allow_reboot=options.allow_reboot)
+    log = side_file(runs_dir, recorder.run_id, ".kernel-stderr.log")
+    if not log.exists():
+        write_private(log, "")
     try:
         return notebooks.execute(notebooks_dir / step.notebook, out, params, what=f"step {step.name!r}",
-                                 log_path=recorder.dir.parent / f"{recorder.run_id}.kernel-stderr.log", echo=True)
+                                 log_path=log, echo=True)
     finally:
         _mask_file(out, recorder)
 
 
 def _mask_file(path: Path, recorder) -> None:
-    """Executed notebooks print commands and outputs: mask host names there too."""
+    """Executed notebooks print commands and outputs: mask machine paths (and host names) there too."""
+    from tunepath.evidence.recorder import mask_file
+
     if path.is_file() and recorder.mask.pairs:
-        path.write_text(recorder.mask(path.read_text(encoding="utf-8")), encoding="utf-8")
+        mask_file(path, recorder.mask)
+
+
+def select_steps(names: list[str] | None) -> list:
+    """The live steps to run, in the path's order: ``names`` must be known, and at least one of
+    them must run live (a selection of analysis steps alone would record an empty run)."""
+    if names is None:
+        return list(REGISTRY.live_steps())
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise TunepathError("--steps is empty: name one or more steps, comma-separated, or leave it out for all")
+    for n in names:
+        REGISTRY.get(n)
+    chosen = [s for s in REGISTRY.live_steps() if s.name in names]
+    if not chosen:
+        raise TunepathError(f"--steps {','.join(names)}: measures nothing (these steps only read recorded runs; "
+                            f"the rebuild makes them); choose among the live steps: {', '.join(LIVE_STEPS)}")
+    return chosen
+
+
+def check_run(options, steps: list[str] | None = None, runs_dir: Path | None = None,
+              site_dir: Path | None = None):
+    """Everything ``run_path`` can check before it connects, locks, installs or writes: the
+    options (:func:`tunepath.live.session.validate`, which loads the inventory), the steps, and
+    the directories. Returns the chosen steps."""
+    from tunepath.live.session import validate
+
+    chosen = select_steps(steps)
+    validate(options)
+    for flag, d in (("--runs-dir", runs_dir), ("--site-dir", site_dir)):
+        if d is not None and Path(d).exists() and not Path(d).is_dir():
+            raise TunepathError(f"{flag} {d}: is a file, not a directory")
+    return chosen
 
 
 def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = None,
              build: bool = True, site_dir: Path | None = None) -> Path:
     """Record a live run of ``steps`` (default: all) and rebuild the site; returns the run dir."""
     from tunepath.live.session import progress
-    from tunepath.live.start import start_run
-    from tunepath.publish.build import build_site
+    from tunepath.live.start import clear_stale_side_files, forget_side_files, start_run
 
     project = project_dir()
     runs_dir = Path(runs_dir or project / "runs")
-    names = steps or LIVE_STEPS
-    for n in names:
-        REGISTRY.get(n)
-    chosen = [s for s in REGISTRY.live_steps() if s.name in names]   # in the path's order
+    chosen = check_run(options, steps, runs_dir, site_dir if build else None)   # in the path's order
     names = [s.name for s in chosen]
+    for dead in clear_stale_side_files(runs_dir):
+        progress(f"run {dead} ended without closing (its process is gone): its side files are removed; its "
+                 f"partial record stays in {runs_dir / '.inprogress' / dead}; if the server still holds its "
+                 "lock, run `tunepath restore --force`")
     started = time.monotonic()
     recorder, inventory = start_run(runs_dir, options, names)
+    try:
+        return _record(recorder, inventory, chosen, runs_dir, options, started, build, site_dir or project)
+    finally:
+        forget_side_files(runs_dir, recorder.run_id)      # every exit path: end, failure, interrupt
+
+
+def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float, build: bool,
+            site_dir: Path) -> Path:
+    """Execute each chosen step's notebook; end the run (complete or failed); rebuild the site."""
+    from tunepath.live.session import progress
+    from tunepath.publish.build import build_site
+
+    project = project_dir()
+    names = [s.name for s in chosen]
     run_id = recorder.run_id
     progress(f"run {run_id}: server {inventory.server.label}, client(s) "
              f"{', '.join(c.label for c in inventory.clients)}, profile {options.profile}"
@@ -87,11 +142,10 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
     except TunepathError as exc:
         final.warn(f"closing the run on the hosts failed: {exc}; run `tunepath restore`")
     finally:
-        _forget_side_files(runs_dir, run_id)
         final.finish()
     progress(f"run {run_id}: recorded in {final.final}")
     if build:
-        build_site(site_dir=site_dir or project, runs_dir=runs_dir)
+        build_site(site_dir=site_dir, runs_dir=runs_dir)
     return final.final
 
 
@@ -109,13 +163,6 @@ def _resume(runs_dir: Path, run_id: str, options):
 
     return RunRecorder.resume(runs_dir, run_id,
                               masker=masker_for(load_inventory(options.hosts_file), options, runs_dir, run_id))
-
-
-def _forget_side_files(runs_dir: Path, run_id: str) -> None:
-    from tunepath.evidence.recorder import INPROGRESS
-
-    for name in (f"{run_id}.mask.json", f"{run_id}.kernel-stderr.log", f"{run_id}.context.json"):
-        (Path(runs_dir) / INPROGRESS / name).unlink(missing_ok=True)
 
 
 def _finish_ok(recorder, options) -> None:
@@ -155,7 +202,6 @@ def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
         recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore`")
     if recorder.record.get("status") != "failed":
         recorder.fail(recorder.record.get("error", {}).get("step") or "run", reason)
-    _forget_side_files(runs_dir, run_id)
     return recorder.finish()
 
 
@@ -166,7 +212,9 @@ def restore_host(options, force: bool = False) -> list[str]:
     from tunepath.live.tomcat import Tomcat
 
     from tunepath.live.hoststate import LOCK_DIR
+    from tunepath.live.session import validate
 
+    validate(options)
     _, hosts = _hosts(options)
     with hosts as (server, _clients):
         owner = server.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()

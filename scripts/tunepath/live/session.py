@@ -7,26 +7,45 @@ measures one variant once and :mod:`~tunepath.live.repeat` repeats variants in
 interleaved rounds; :mod:`~tunepath.live.actions` holds the guarded single actions
 (run a block, a disruptive change, clean up); :mod:`~tunepath.live.runner` executes the
 step notebooks of a whole run and rebuilds the site.
+
+A run being recorded keeps a few side files beside it, in ``runs/.inprogress/`` (ignored by
+git, each readable by its owner only, 0600): ``<id>.options.json`` (the run's options and
+its controlling process: the step notebooks get only the run id, never these paths and
+URLs), ``<id>.mask.json`` (the real host names and home directories that the record masks),
+``<id>.context.json`` (the unmasked host context) and the kernels' stderr. They are removed
+on every exit path; those of a run killed outright (``kill -9``) are removed by the next
+``tunepath run`` (:func:`clear_stale_side_files`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
 import json
+import math
+import os
 import platform
+import sys
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder
-from tunepath.live.hosts import Host, Inventory, connect, load_inventory
+from tunepath.errors import TunepathError
+from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles
+from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
 from tunepath.live.loadgen import LoadTool, detect, get_profile
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
 from tunepath.model.context import HostContext, parse_cpu_list
+from tunepath.project import project_dir
 
-__all__ = ["LiveOptions", "Session", "open_session", "live_context", "progress", "expand_home", "masker_for",
-           "mask_names_file", "server_address", "context_file", "save_context", "load_context"]
+__all__ = ["LiveOptions", "validate", "Session", "open_session", "live_context", "progress", "expand_home",
+           "masker_for", "mask_names_file", "server_address", "context_file", "save_context",
+           "load_context", "load_options", "side_file", "write_private", "SIDE_FILES"]
+
+SIDE_FILES = (".options.json", ".mask.json", ".context.json", ".kernel-stderr.log")   # <run id><suffix>
 
 
 def progress(message: str) -> None:
@@ -52,6 +71,83 @@ class LiveOptions:
     ci_target_pct: float | None = None    # stop once every interval is this narrow (% of the median)
     step_budget_s: float | None = None    # … or when a step has used this many seconds
     java_home: str | None = None   # a JDK on the server other than its default `java` (e.g. 21+ for virtual threads)
+
+    def check(self) -> None:
+        """Every value in range and of the right shape, before anything connects, locks or installs."""
+        profile = get_profile(self.profile)
+        if isinstance(self.http_port, bool) or not isinstance(self.http_port, int) or not 0 < self.http_port < 65536:
+            raise TunepathError(f"--http-port {self.http_port}: Tomcat's HTTP port must be a number from 1 to 65535")
+        for flag, value in (("--repetitions", self.repetitions), ("--max-repetitions", self.max_repetitions)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise TunepathError(f"{flag} {value}: must be a whole number, 1 or more")
+        low = self.repetitions or profile.repetitions
+        if self.max_repetitions is not None and low > self.max_repetitions:
+            given = f"--repetitions {low}" if self.repetitions else f"the {profile.name} profile's minimum of {low}"
+            raise TunepathError(f"--max-repetitions {self.max_repetitions} is below {given}: the maximum must be "
+                                "at least the minimum (give both, e.g. --repetitions 2 --max-repetitions 4)")
+        _check_number("--ci-target", self.ci_target_pct, "a percentage above 0 and at most 100 (how narrow each "
+                      "95 % interval must be, as a % of its median; default 5)", 100)
+        _check_number("--step-budget", self.step_budget_s, "a number of seconds above 0")
+        if self.allow_reboot and not self.apply:
+            raise TunepathError("--allow-reboot only makes sense with --apply (without it nothing disruptive runs)")
+        _check_dir("--tomcat-home", self.tomcat_home)
+        if self.java_home is not None:
+            _check_dir("--java-home", self.java_home)
+            if self.java_home.rstrip("/").endswith(("/bin/java", "/bin")):
+                raise TunepathError(f"--java-home {self.java_home}: give the JDK's directory (the one that holds "
+                                    "bin/java), not its bin directory or java binary")
+        if self.tomcat_tarball is not None:
+            _check_readable("--tomcat-tarball", self.tomcat_tarball)
+        if self.tomcat_url is not None:
+            url = urlsplit(self.tomcat_url)
+            if url.scheme not in ("http", "https") or not url.netloc or any(c.isspace() for c in self.tomcat_url):
+                raise TunepathError("--tomcat-url: must be an http:// or https:// URL of the Tomcat tarball")
+
+
+def _check_number(flag: str, value, what: str, most: float = math.inf) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= most:
+        shown = f"{value:g}" if isinstance(value, float) else value
+        raise TunepathError(f"{flag} {shown}: must be {what}")
+
+
+def _check_dir(flag: str, value) -> None:
+    """A directory on the server: absolute or in the home directory, on one line."""
+    if not isinstance(value, str) or not value.strip():
+        raise TunepathError(f"{flag}: give a directory on the server")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise TunepathError(f"{flag} {value!r}: holds a control character (newline, NUL …); give a plain path")
+    if not (value.startswith("/") or value == "~" or value.startswith("~/")):
+        raise TunepathError(f"{flag} {value}: give an absolute path or one in the home directory (~/…), not a "
+                            "path relative to wherever the command runs")
+
+
+def _check_readable(flag: str, value: str) -> None:
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise TunepathError(f"{flag} {value}: is a directory, not a file")
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except FileNotFoundError:
+        raise TunepathError(f"{flag} {value}: no such file") from None
+    except OSError as exc:
+        raise TunepathError(f"{flag} {value}: cannot be read ({exc.strerror or exc})") from None
+
+
+def validate(options: LiveOptions) -> Inventory:
+    """Check ``options`` and load the inventory they name: everything that can be checked on this
+    machine, before anything connects, takes a lock, installs or writes. Returns the inventory."""
+    options.check()
+    inventory = load_inventory(options.hosts_file)
+    if options.java_home and inventory.server.local and not options.java_home.startswith("~"):
+        java = Path(options.java_home) / "bin" / "java"
+        if not os.access(java, os.X_OK):
+            raise TunepathError(f"--java-home {options.java_home}: no runnable bin/java there on this machine "
+                                "(the server); give the directory of a JDK")
+    return inventory
 
 
 @dataclass
@@ -120,10 +216,14 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
 
 
 def open_session(run_id: str, runs_dir: Path, options: LiveOptions) -> Session:
+    """The hosts of ``run_id``, opened with the options it was started with (its side file: the
+    notebook's parameters carry none of them), else with ``options``."""
+    options = load_options(runs_dir, run_id) or options
     inventory = load_inventory(options.hosts_file)
     with ExitStack() as stack:
-        server = stack.enter_context(connect(inventory.server, inventory, options.trust_new_hosts))
-        clients = [stack.enter_context(connect(c, inventory, options.trust_new_hosts)) for c in inventory.clients]
+        server, clients = connect_all(inventory, options.trust_new_hosts)   # new keys saved once all connected
+        for host in (server, *clients):
+            stack.callback(host.close)
         check_lock(server, run_id)
         session = _session(run_id, Path(runs_dir), options, inventory, server, clients)
         stack.pop_all()          # the session owns the connections now
@@ -140,17 +240,35 @@ def _session(run_id, runs_dir, options, inventory, server, clients) -> Session:
     return Session(run_id, options, inventory, server, clients, recorder, tool, tomcat, ctx, facts)
 
 
+def side_file(runs_dir: Path, run_id: str, suffix: str) -> Path:
+    """``runs/.inprogress/<run id><suffix>``: kept beside (never inside) the run being recorded."""
+    return Path(runs_dir) / INPROGRESS / f"{run_id}{suffix}"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read: 0600 from the moment it exists, and whole (renamed
+    into place, so another run never reads half of it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)     # mkstemp: mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def context_file(runs_dir: Path, run_id: str) -> Path:
     """The run's host context as computed for the real hosts, kept beside (never inside) the run
-    being recorded: the copy in run.json is masked when host names are."""
-    return Path(runs_dir) / INPROGRESS / f"{run_id}.context.json"
+    being recorded: the copy in run.json is masked (machine paths always, host names on request)."""
+    return side_file(runs_dir, run_id, ".context.json")
 
 
 def save_context(runs_dir: Path, run_id: str, ctx: HostContext, recorder: RunRecorder | None = None) -> None:
     """Record the context once (run.json, masked) and keep it for every step's session."""
-    path = context_file(runs_dir, run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(ctx.to_dict()), encoding="utf-8")
+    write_private(context_file(runs_dir, run_id), json.dumps(ctx.to_dict()))
     if recorder is not None:
         recorder.record["context"] = recorder.mask(ctx.to_dict())
         recorder.save()
@@ -162,6 +280,12 @@ def load_context(runs_dir: Path, run_id: str) -> HostContext | None:
     return HostContext.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
+def load_options(runs_dir: Path, run_id: str) -> LiveOptions | None:
+    """The options the run was started with (None: a session outside a started run)."""
+    path = side_file(runs_dir, run_id, ".options.json")
+    return LiveOptions(**json.loads(path.read_text(encoding="utf-8"))["options"]) if path.is_file() else None
+
+
 def expand_home(host: Host, home: str) -> str:
     if home.startswith("~"):
         return host.run("echo $HOME", timeout=15).stdout.strip() + home[1:]
@@ -169,20 +293,69 @@ def expand_home(host: Host, home: str) -> str:
 
 
 def mask_names_file(runs_dir: Path, run_id: str) -> Path:
-    """Host names to mask, kept beside (never inside) the run being recorded."""
-    return Path(runs_dir) / INPROGRESS / f"{run_id}.mask.json"
+    """What the record masks, kept beside (never inside) the run being recorded: the real host
+    names (with --mask-hosts) and each host's home directory."""
+    return side_file(runs_dir, run_id, ".mask.json")
+
+
+def _mask_inputs(runs_dir: Path | None, run_id: str | None) -> tuple[dict, list]:
+    path = mask_names_file(runs_dir, run_id) if runs_dir and run_id else None
+    if path is None or not path.is_file():
+        return {}, []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return dict(data.get("names") or {}), list(data.get("homes") or [])
+
+
+def _machine_paths(options: LiveOptions, homes: list[str], runs_dir: Path | None, run_id: str | None) -> dict:
+    """This run's machine paths and their roles (:func:`~tunepath.evidence.recorder.path_roles`)."""
+    local = lambda p: {str(p), os.path.realpath(p)}            # noqa: E731 - as given and as resolved
+    runs = Path(runs_dir).absolute() if runs_dir else None
+    run_dirs = [d for rid in ([run_id] if run_id and runs else []) for d in
+                [*local(runs / INPROGRESS / rid), *local(runs / rid)]]
+    files = {p: role for value, role in ((options.hosts_file, "$TUNEPATH_HOSTS"),
+                                         (options.tomcat_tarball, "$TOMCAT_TARBALL")) if value
+             for p in local(Path(value).expanduser().absolute())}
+    if sys.prefix != sys.base_prefix:
+        files.update(dict.fromkeys(local(sys.prefix), "$VIRTUAL_ENV"))
+    project = str(project_dir())
+    roles = path_roles([*homes, *local(os.path.expanduser("~"))], java_home=options.java_home,
+                       tomcat_home=options.tomcat_home, run_dirs=run_dirs, files=files, project=project,
+                       runs_dir=str(runs) if runs else None)
+    roles.update({k: v for k, v in path_roles(project=os.path.realpath(project),
+                                              runs_dir=os.path.realpath(runs) if runs else None).items()
+                  if k not in roles})
+    # the notebooks get the runs directory and the run's own relative to the kernels' directory
+    # (notebooks/): outside the project, that form names the machine's directories just as well
+    kernels = os.path.join(os.path.realpath(project), "notebooks")
+    for path in [os.path.realpath(d) for d in run_dirs] + ([os.path.realpath(runs)] if runs else []):
+        rel = os.path.relpath(path, kernels)
+        if rel.startswith("../../") and path in roles:
+            roles.setdefault(rel, roles[path])
+    return roles
 
 
 def masker_for(inventory: Inventory, options: LiveOptions, runs_dir: Path | None = None,
                run_id: str | None = None) -> Masker:
+    """What this run's record masks: machine paths always (as roles, see ``_machine_paths``);
+    with ``mask_hosts`` also host names, addresses and user names."""
+    names, homes = _mask_inputs(runs_dir, run_id)
+    paths = _machine_paths(options, homes, runs_dir, run_id)
     if not options.mask_hosts:
-        return Masker()
-    pairs = {}
-    if runs_dir and run_id and mask_names_file(runs_dir, run_id).is_file():
-        pairs.update(json.loads(mask_names_file(runs_dir, run_id).read_text()))
+        return Masker(paths=paths)
+    pairs = dict(names)
     for i, spec in enumerate([inventory.server, *inventory.clients]):
         name = "server" if i == 0 else f"client-{i}"
         if not spec.local:
             pairs.setdefault(spec.host, name)
+        user = spec.user or _local_user()           # the SSH user: the inventory's, else ours
+        if user and user != "root":                 # root names a role, not a person (and `root=` is in cmdlines)
+            pairs.setdefault(user, "user")
     pairs[platform.node()] = "server" if inventory.server.local else "controller"
-    return Masker(pairs)
+    return Masker(pairs, paths)
+
+
+def _local_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None

@@ -1,27 +1,31 @@
 """Opening a live run: connect (host keys checked), take the lock, gather facts, record.
 
 Nothing is written before the hosts answered with the keys on record and the lock is
-held; if opening the record fails after that, the lock is released again.
+held; if opening the record fails after that, the lock is released again. This module also
+keeps the run's side files (:mod:`tunepath.live.session`): written 0600 when the run opens,
+removed when it ends, and those of a run that died without ending removed by the next one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+import os
+import platform
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.evidence.recorder import RunRecorder, new_run_id
+from tunepath.evidence.recorder import INPROGRESS, RunRecorder, new_run_id
 from tunepath.live.facts import gather_facts
 from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
 from tunepath.live.hoststate import acquire_lock, release_lock
 from tunepath.live.loadgen import LoadTool, detect
-from tunepath.live.session import (LiveOptions, context_file, expand_home, live_context, mask_names_file,
-                                   masker_for, save_context)
-from tunepath.live.tomcat import Tomcat
+from tunepath.live.session import (SIDE_FILES, LiveOptions, expand_home, live_context, mask_names_file,
+                                   masker_for, save_context, side_file, write_private)
+from tunepath.live.tomcat import Tomcat, java_binary
 
-__all__ = ["start_run", "HostFacts"]
+__all__ = ["start_run", "HostFacts", "save_options", "forget_side_files", "clear_stale_side_files"]
 
 
 @dataclass
@@ -36,6 +40,7 @@ class HostFacts:
     client_facts: dict
     client_missing: dict
     tomcat_home: str
+    homes: list[str]               # each host's home directory: recorded as ~
 
 
 def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
@@ -46,13 +51,13 @@ def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
     tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
     facts, missing = gather_facts(server, tomcat.installed_version(), None, "server")
     if options.java_home:
-        java = server.run(f"{options.java_home}/bin/java -version 2>&1 | head -1", check=False, timeout=30)
+        java = server.run(f"{java_binary(options.java_home)} -version 2>&1 | head -1", check=False, timeout=30)
         if not java.ok or "version" not in java.stdout:
             raise TunepathError(f"on {server.name}: no java in --java-home {options.java_home}")
         facts["java_version"] = java.stdout.strip() + f" (JAVA_HOME={options.java_home})"
         missing.pop("java_version", None)
     cfacts, cmissing = gather_facts(client, None, {"name": tool.name, "version": tool.version}, "client")
-    return HostFacts(name, client_name, tool, facts, missing, cfacts, cmissing, tomcat.home)
+    return HostFacts(name, client_name, tool, facts, missing, cfacts, cmissing, tomcat.home, [])
 
 
 def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
@@ -60,17 +65,19 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
     inventory = load_inventory(options.hosts_file)
     with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
         found = gather(server, clients[0], options)
+        found.homes = sorted({h.run("echo $HOME", timeout=15).stdout.strip() for h in [server, *clients]})
         server_name = "server" if options.mask_hosts else found.server_name
         run_id = new_run_id(server_name)
-        acquire_lock(server, run_id)
+        acquire_lock(server, run_id, hosts_file=options.hosts_file)
         try:
             runs_dir.mkdir(parents=True, exist_ok=True)
+            save_options(runs_dir, run_id, options)       # first: it names the process that owns the run
+            names = {}
             if options.mask_hosts:
                 names = {found.server_name: "server"}
                 if not inventory.same_machine:
                     names.setdefault(found.client_name, "client-1")
-                mask_names_file(runs_dir, run_id).parent.mkdir(parents=True, exist_ok=True)
-                mask_names_file(runs_dir, run_id).write_text(json.dumps(names))
+            write_private(mask_names_file(runs_dir, run_id), json.dumps({"names": names, "homes": found.homes}))
             record = run_record(run_id, server_name, found, options, inventory, steps)
             ctx = live_context(server, found.facts, found.tool, options, inventory, found.tomcat_home)
             record["context"] = ctx.to_dict()
@@ -78,10 +85,74 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
             save_context(runs_dir, run_id, ctx)        # every step's session reuses it
         except BaseException:
             release_lock(server, run_id)
-            mask_names_file(runs_dir, run_id).unlink(missing_ok=True)
-            context_file(runs_dir, run_id).unlink(missing_ok=True)
+            forget_side_files(runs_dir, run_id)
             raise
         return recorder, inventory
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def save_options(runs_dir: Path, run_id: str, options: LiveOptions) -> None:
+    """The run's options, for every step's session (the notebooks' parameters carry none of its
+    paths or URLs), and the process that controls the run: the next run can then tell the side
+    files of a dead run from those of a live one."""
+    owner = {"pid": os.getpid(), "boot_id": _boot_id(), "host": platform.node()}
+    write_private(side_file(runs_dir, run_id, ".options.json"),
+                  json.dumps({"owner": owner, "options": asdict(options)}))
+
+
+def forget_side_files(runs_dir: Path, run_id: str) -> None:
+    """Remove the run's side files (options, mask map, context, kernel log): on every exit path."""
+    for suffix in SIDE_FILES:
+        side_file(runs_dir, run_id, suffix).unlink(missing_ok=True)
+    try:
+        (Path(runs_dir) / INPROGRESS).rmdir()      # only when no other run is being recorded
+    except OSError:
+        pass
+
+
+def _owner_alive(options_file: Path) -> bool:
+    """Is the process that started this run still running? (A run on another machine sharing
+    this runs directory is not ours to judge: alive.)"""
+    try:
+        owner = json.loads(options_file.read_text(encoding="utf-8"))["owner"]
+        pid = int(owner["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False          # no owner on record: side files of no run
+    if owner.get("host") != platform.node():
+        return True
+    if owner.get("boot_id") != _boot_id():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_stale_side_files(runs_dir: Path) -> list[str]:
+    """Remove the side files of runs whose controlling process is gone (``kill -9``, a crash):
+    they map real host names and paths. Returns the ids of those runs."""
+    inprogress = Path(runs_dir) / INPROGRESS
+    if not inprogress.is_dir():
+        return []
+    stale = set()
+    for path in inprogress.iterdir():
+        suffix = next((x for x in SIDE_FILES if path.name.endswith(x)), None)
+        if suffix and path.is_file() and not _owner_alive(side_file(runs_dir, path.name[:-len(suffix)],
+                                                                     ".options.json")):
+            stale.add(path.name[:-len(suffix)])
+    for run_id in stale:
+        forget_side_files(runs_dir, run_id)
+    return sorted(stale)
 
 
 def run_record(run_id: str, server_name: str, found: HostFacts, options: LiveOptions, inventory: Inventory,

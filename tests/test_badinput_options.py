@@ -1,0 +1,191 @@
+"""Bad options of `tunepath run`, `tunepath restore` and `scripts/run`: one line, exit 2, nothing done.
+
+Each bad option is refused before anything connects, takes a lock, installs or writes: the
+runs directory stays absent, the home directory (where the server's lock would be) stays
+empty, and no host object is ever created (creating one fails the test loudly).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from tunepath.cli import main
+
+TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+
+BAD_RUN = {
+    "ci-target zero": (["--ci-target", "0"], "--ci-target 0"),
+    "ci-target negative": (["--ci-target", "-5"], "--ci-target -5"),
+    "ci-target not a number": (["--ci-target", "nan"], "--ci-target nan"),
+    "ci-target infinite": (["--ci-target", "inf"], "--ci-target inf"),
+    "ci-target over 100": (["--ci-target", "250"], "at most 100"),
+    "ci-target text": (["--ci-target", "five"], "--ci-target: invalid float"),
+    "step-budget zero": (["--step-budget", "0"], "--step-budget 0"),
+    "step-budget negative": (["--step-budget", "-1"], "--step-budget -1"),
+    "http-port zero": (["--http-port", "0"], "--http-port 0"),
+    "http-port too high": (["--http-port", "65536"], "--http-port 65536"),
+    "http-port text": (["--http-port", "http"], "--http-port: invalid int"),
+    "repetitions zero": (["--repetitions", "0"], "--repetitions: 0 must be 1 or more"),
+    "repetitions above the maximum": (["--repetitions", "5", "--max-repetitions", "3"],
+                                      "--max-repetitions 3 is below --repetitions 5"),
+    "maximum below the profile's minimum": (["--max-repetitions", "2"], "quick profile's minimum of 3"),
+    "unknown profile": (["--profile", "turbo"], "unknown profile 'turbo'"),
+    "unknown step": (["--steps", "baseline,turbo"], "unknown step 'turbo'"),
+    "steps that measure nothing": (["--steps", "summary"], "measures nothing"),
+    "two analysis steps": (["--steps", "compare,summary"], "choose among the live steps: setup, baseline"),
+    "empty steps": (["--steps", ","], "--steps is empty"),
+    "reboot without apply": (["--allow-reboot"], "--allow-reboot only makes sense with --apply"),
+    "tarball missing": (["--tomcat-tarball", "/nonexistent/tomcat.tar.gz"], "no such file"),
+    "tarball is a directory": (["--tomcat-tarball", "/tmp"], "is a directory"),
+    "tomcat url not http": (["--tomcat-url", "ftp://example.org/tomcat.tar.gz"], "http:// or https://"),
+    "java home relative": (["--java-home", "jdk-21"], "--java-home jdk-21: give an absolute path"),
+    "java home is the binary": (["--java-home", "/usr/lib/jvm/jdk/bin/java"], "not its bin directory"),
+    "java home without java": (["--java-home", "/nonexistent/jdk"], "no runnable bin/java"),
+    "java home with a newline": (["--java-home", "/opt/jdk\nrm -rf ~"], "control character"),
+    "tomcat home relative": (["--tomcat-home", "apache-tomcat"], "--tomcat-home apache-tomcat"),
+    "inventory missing": (["--hosts", "/nonexistent/hosts.toml"], "no such file"),
+    "inventory is a directory": (["--hosts", "/tmp"], "is a directory"),
+    "runs dir is a file": (["--runs-dir", str(ROOT / "README.md")], "--runs-dir"),
+}
+
+BAD_RESTORE = {
+    "http-port zero": (["--http-port", "0"], "--http-port 0"),
+    "tomcat home relative": (["--tomcat-home", "tc"], "--tomcat-home tc"),
+    "java home is the binary": (["--java-home", "/opt/jdk/bin/java"], "not its bin directory"),
+    "inventory missing": (["--hosts", "/nonexistent/hosts.toml"], "no such file"),
+}
+
+
+@pytest.fixture
+def nothing_may_connect(monkeypatch, tmp_path):
+    """A home directory of its own, and host objects that fail the test if anything connects."""
+    from tunepath.live import hosts
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a bad option reached a host")
+
+    monkeypatch.setattr(hosts.LocalHost, "__init__", refuse)
+    monkeypatch.setattr(hosts.SSHHost, "__init__", refuse)
+    monkeypatch.setattr(hosts, "open_hosts", refuse)
+    monkeypatch.setattr(hosts, "connect", refuse)
+    return home
+
+
+def _run_main(argv: list[str]) -> int:
+    """``tunepath`` in this process: its exit status (argparse's refusals exit from inside)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def _one_line(capsys, code: int, expected: str) -> None:
+    out, err = capsys.readouterr()
+    lines = err.strip("\n").split("\n")
+    assert code == 2, err
+    assert len(lines) == 1 and expected in lines[0], err
+    assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("case", BAD_RUN, ids=str)
+def test_bad_run_option_is_one_line_and_touches_nothing(case, capsys, nothing_may_connect, tmp_path):
+    argv, expected = BAD_RUN[case]
+    runs = tmp_path / "runs"
+    before = sorted(p.name for p in ROOT.iterdir())
+    code = _run_main(["run", "--runs-dir", str(runs), "--site-dir", str(tmp_path / "site"), *argv])
+    _one_line(capsys, code, expected)
+    assert not runs.exists() and not (tmp_path / "site").exists()
+    assert list(nothing_may_connect.iterdir()) == []          # no ~/.tunepath, no lock
+    assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
+@pytest.mark.parametrize("case", BAD_RESTORE, ids=str)
+def test_bad_restore_option_is_one_line_and_touches_nothing(case, capsys, nothing_may_connect):
+    argv, expected = BAD_RESTORE[case]
+    _one_line(capsys, _run_main(["restore", *argv]), expected)
+    assert list(nothing_may_connect.iterdir()) == []
+
+
+def test_check_options_accepts_good_options_and_connects_to_nothing(capsys, nothing_may_connect, tmp_path):
+    code = _run_main(["run", "--check-options", "--steps", "baseline,summary", "--profile", "smoke",
+                      "--ci-target", "2.5", "--step-budget", "60", "--repetitions", "2", "--max-repetitions", "4",
+                      "--http-port", "18080", "--runs-dir", str(tmp_path / "runs")])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and "steps baseline; profile smoke" in out
+    assert not (tmp_path / "runs").exists()
+
+
+def test_live_options_check_is_the_one_place(tmp_path):
+    """API callers (run_path, restore_host) get the same checks as the command line."""
+    from tunepath.errors import TunepathError
+    from tunepath.live.runner import check_run, restore_host, run_path
+    from tunepath.live.session import LiveOptions
+
+    for options, message in ((LiveOptions(http_port=True), "--http-port True"),
+                             (LiveOptions(ci_target_pct=0.0), "--ci-target 0"),
+                             (LiveOptions(step_budget_s=float("nan")), "--step-budget nan"),
+                             (LiveOptions(repetitions=4, max_repetitions=2), "below --repetitions 4")):
+        with pytest.raises(TunepathError, match=message):
+            check_run(options)
+        with pytest.raises(TunepathError, match=message):
+            run_path(options, steps=["baseline"], runs_dir=tmp_path / "runs", build=False)
+    with pytest.raises(TunepathError, match="--http-port 0"):
+        restore_host(LiveOptions(http_port=0))
+    assert not (tmp_path / "runs").exists()
+
+
+# --- scripts/run: the options are checked before apt-get, Maven or pip -----------------------
+@pytest.fixture
+def stubbed_installers(tmp_path):
+    """PATH stubs for every installer scripts/run could reach: each leaves a mark and fails."""
+    if not (ROOT / ".venv" / "bin" / "tunepath").exists():
+        pytest.skip("needs the project's .venv (scripts/bootstrap)")
+    stamp = ROOT / ".venv" / ".tunepath-installed"
+    lock_sum = hashlib.sha256((ROOT / "requirements.lock").read_bytes() + (ROOT / "pyproject.toml").read_bytes())
+    if not stamp.is_file() or stamp.read_text().strip() != lock_sum.hexdigest():
+        pytest.skip(".venv is not up to date with requirements.lock/pyproject.toml (run scripts/bootstrap)")
+    bin_dir, marks = tmp_path / "bin", tmp_path / "marks"
+    bin_dir.mkdir()
+    marks.mkdir()
+    for tool in ("apt-get", "apt", "mvn", "sudo", "dpkg"):
+        stub = bin_dir / tool
+        stub.write_text(f"#!/bin/sh\ntouch {marks}/{tool}\necho 'stub {tool} must not run' >&2\nexit 97\n")
+        stub.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PIP_NO_INDEX="1", HOME=str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    return env, marks, tmp_path / "home"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--ci-target", "0"], "--ci-target 0"),
+    (["--steps", "summary"], "measures nothing"),
+    (["--http-port", "99999"], "--http-port 99999"),
+    (["--profile", "nope"], "unknown profile"),
+], ids=["ci-target", "steps", "http-port", "profile"])
+def test_scripts_run_checks_options_before_installing(stubbed_installers, argv, expected):
+    env, marks, home = stubbed_installers
+    r = subprocess.run([str(ROOT / "scripts" / "run"), *argv], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip("\n").split("\n")
+    assert len(lines) == 1 and expected in lines[0], r.stderr
+    assert list(marks.iterdir()) == [], "an installer ran before the options were checked"
+    assert list(home.iterdir()) == []
+
+
+def test_scripts_run_help_installs_nothing(stubbed_installers):
+    env, marks, _ = stubbed_installers
+    r = subprocess.run([str(ROOT / "scripts" / "run"), "--help"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and "--check-options" in r.stdout and "--ci-target" in r.stdout, r.stderr
+    assert list(marks.iterdir()) == []
