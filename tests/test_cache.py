@@ -177,20 +177,24 @@ def test_no_cache_executes_every_step_and_refreshes_the_cache(site, monkeypatch,
     assert site.rebuild(monkeypatch) == []
 
 
-def test_failed_execution_leaves_no_manifest(site, monkeypatch, capsys):
-    record = site.runs / "reference-grace" / "run.json"
-    original = record.read_bytes()
-    record.write_text("{ broken")
+def test_failed_execution_changes_no_manifest(site, monkeypatch, capsys):
+    """A notebook that fails mid-build publishes nothing: every manifest stays as it was, and
+    once the notebook is back, nothing needs executing again."""
+    path = site.notebooks / REGISTRY.get("baseline").notebook
+    original = path.read_bytes()
+    manifests = {s: cache.manifest_path(site.site_dir, s).read_bytes() for s in STEPS}
+    nb = json.loads(original)
+    nb["cells"].append({"cell_type": "code", "id": "cache-boom", "metadata": {}, "execution_count": None,
+                        "outputs": [], "source": ["raise RuntimeError('boom')"]})
+    path.write_text(json.dumps(nb, indent=1))
     try:
-        with pytest.raises(TunepathError, match="step 'baseline'"):
+        with pytest.raises(TunepathError, match="step 'baseline'.*boom"):
             site.rebuild(monkeypatch)
-        assert site.manifest("baseline") is None          # nothing claims the failed step succeeded
-        assert site.manifest("jvm") is not None           # not reached: its manifest is untouched
     finally:
-        record.write_bytes(original)
+        path.write_bytes(original)
+    assert {s: cache.manifest_path(site.site_dir, s).read_bytes() for s in STEPS} == manifests
     capsys.readouterr()
-    assert site.rebuild(monkeypatch) == ["baseline"]      # jvm's inputs are back to what it recorded
-    assert "baseline: executing 02-baseline.ipynb (replay; no cache)" in capsys.readouterr().out
+    assert site.rebuild(monkeypatch) == []            # the published outputs still match their inputs
 
 
 def test_cli_no_cache_option(tmp_path, monkeypatch):

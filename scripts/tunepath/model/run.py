@@ -2,8 +2,10 @@
 live run sampled around each measurement.
 
 ``run.json`` stays plain JSON (the evidence, as recorded); :mod:`tunepath.evidence.store`
-validates it and builds these records once, and every layer above reads the records, not
-the JSON's string keys. Each record has a ``to_data()`` where a page needs it back as JSON.
+validates it against ``evidence/run.schema.json`` and only then builds these records, once:
+each ``from_data`` relies on the types and required keys the schema checked, and every layer
+above reads the records, not the JSON's string keys. Each record has a ``to_data()`` where a
+page needs it back as JSON.
 """
 
 from __future__ import annotations

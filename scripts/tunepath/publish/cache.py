@@ -5,7 +5,8 @@ exactly those:
 
 * **notebook** – the bytes of ``notebooks/NN-STEP.ipynb``;
 * **parameters** – the Papermill parameters (JSON with sorted keys: the selected run
-  ids, mode, runs and site directories, …);
+  ids, mode, …), with the runs and site directories relative to the site directory
+  (:func:`tunepath.publish.build.step_parameters`): the key survives moving the checkout;
 * **runs** – the raw inputs: every file under the runs directory (relative path and
   content hash), except ``.inprogress/`` (a run being recorded) and the temporary
   ``.RUN.*`` directories :meth:`tunepath.evidence.store.RunStore.write` renames into place;
@@ -21,7 +22,9 @@ recorded bytes; otherwise it says why it runs the notebook again.
 
 Manifests are written atomically, and only after the notebook and its HTML were
 produced: a failed execution leaves no manifest claiming success (the build removes
-the step's manifest before executing it).
+the step's manifest before executing it). The build does all this in its staging
+directory, on a copy of the published outputs and manifests, and publishes manifests
+and outputs together (:mod:`tunepath.publish.build`): a failed build changes neither.
 """
 
 from __future__ import annotations
@@ -67,10 +70,18 @@ def _files(root: Path, skip_dir) -> list[Path]:
 
 
 def _tree_digest(root: Path, files: list[Path], prefix: str = "") -> str:
+    """Paths and contents. A symlink counts by where it points, not by what it reaches (a run's
+    files must stay inside it, and a link to ``/dev/zero`` would never finish hashing); a FIFO
+    or device counts by its name only."""
     h = hashlib.sha256(prefix.encode())
     for path in files:
         rel = path.relative_to(root).as_posix()
-        h.update(f"{rel}\0{sha256_file(path)}\n".encode())
+        if path.is_symlink():
+            h.update(f"{rel}\0-> {os.readlink(path)}\n".encode())
+        elif path.is_file():
+            h.update(f"{rel}\0{sha256_file(path)}\n".encode())
+        else:
+            h.update(f"{rel}\0not a regular file\n".encode())
     return h.hexdigest()
 
 

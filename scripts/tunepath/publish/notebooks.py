@@ -15,13 +15,15 @@ alike), and :func:`execute` the only place Papermill is called.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.project import project_dir
 
-__all__ = ["render", "write_all", "check_all", "parameters", "execute", "quiet_kernel_manager"]
+__all__ = ["render", "write_all", "check_all", "parameters", "relative", "execute", "quiet_kernel_manager"]
 
 MODES_NOTE = ("This notebook is executed by Papermill: `scripts/build` replays recorded runs (`mode=\"replay\"`), "
               "`scripts/run` runs the step on your hosts first (`mode=\"live\"`). It parses the load generator's "
@@ -137,11 +139,22 @@ def check_all(notebooks_dir: Path, registry) -> list[str]:
 
 def parameters(mode: str, runs_dir: Path, site_dir: Path, run_ids: list[str] | None = None, *,
                hosts_file: str | None = None, profile: str = "quick", apply: bool = False,
-               allow_reboot: bool = False, live_options: dict | None = None) -> dict:
-    """The Papermill parameters of a step's notebook (part of the replay build's cache key)."""
+               allow_reboot: bool = False, live_options: dict | None = None, cwd: Path | None = None) -> dict:
+    """The Papermill parameters of a step's notebook (part of the replay build's cache key).
+
+    ``runs_dir`` and ``site_dir`` are given relative to ``cwd``, the directory the kernel runs
+    in: :func:`execute` runs it in the notebook's own directory, by default the project's
+    ``notebooks/``. Papermill prints the parameters into the executed notebooks, which are
+    published, and a path of the machine that built them has no place there."""
+    base = Path(cwd) if cwd is not None else project_dir() / "notebooks"
     return {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": hosts_file, "profile": profile,
             "apply": apply, "allow_reboot": allow_reboot, "live_options": dict(live_options or {}),
-            "runs_dir": str(Path(runs_dir).resolve()), "site_dir": str(Path(site_dir).resolve())}
+            "runs_dir": relative(runs_dir, base), "site_dir": relative(site_dir, base)}
+
+
+def relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` (both resolved), in POSIX form: ``../runs``, ``.``."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(base).resolve())).as_posix()
 
 
 def quiet_kernel_manager(log_path: str | None):
@@ -168,6 +181,7 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
 
     ``echo`` streams the notebook's printed output (a live run's progress) to this terminal."""
     import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     if not Path(source).is_file():
@@ -182,4 +196,28 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     except PapermillExecutionError as exc:
         raise TunepathError(f"{what}: notebook {Path(source).name} failed in cell {exc.exec_count}: "
                             f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at {output})") from None
+    except (DeadKernelError, CellTimeoutError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TunepathError(f"{what}: notebook {Path(source).name}: the kernel stopped ({first}); its stderr is "
+                            f"in {log_path}") from None
+    finally:
+        _relative_paths(Path(output), Path(source).parent)
     return Path(output)
+
+
+def _relative_paths(output: Path, cwd: Path) -> None:
+    """Papermill records where it read and wrote the notebook (``metadata.papermill``) as given:
+    rewrite both relative to the kernel's directory, as the parameters are."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(output), as_version=4)
+        meta = nb.metadata.papermill
+    except (OSError, ValueError, AttributeError):
+        return                       # no executed notebook (Papermill failed before writing it)
+    for key in ("input_path", "output_path"):
+        if isinstance(meta.get(key), str):
+            meta[key] = relative(meta[key], cwd)
+    tmp = output.with_name(f".{output.name}.tmp")
+    nbformat.write(nb, str(tmp))
+    os.replace(tmp, output)
