@@ -22,7 +22,7 @@ import pytest
 
 from conftest import ROOT
 from tunepath.errors import TunepathError
-from tunepath.publish import build
+from tunepath.publish import build, swap
 from tunepath.steps import REGISTRY
 
 STEPS = ["baseline", "numa"]
@@ -205,10 +205,10 @@ def test_publish_undoes_every_rename_when_one_fails(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         real(src, dst)
 
-    monkeypatch.setattr(build.os, "rename", rename)
+    monkeypatch.setattr(swap.os, "rename", rename)
     with pytest.raises(OSError):
         build.publish([(staged[n], published[n]) for n in published])
-    monkeypatch.setattr(build.os, "rename", real)
+    monkeypatch.setattr(swap.os, "rename", real)
     assert {n: (p / "f").read_text() for n, p in published.items()} == {n: f"old {n}" for n in published}
     assert {n: (p / "f").read_text() for n, p in staged.items()} == {n: f"new {n}" for n in staged}
     assert sorted(p.name for p in (tmp_path / "site").iterdir()) == ["a", "b", "c"]
@@ -224,3 +224,36 @@ def test_a_build_killed_while_publishing_is_recovered(tmp_path):
         build.recover(site_dir / rel)
     assert (site_dir / "data" / "steps" / "x.json").is_file()
     assert not (site_dir / "static" / f"charts{build.OLD}").exists()
+
+
+@pytest.mark.parametrize("where", ["foreign", "runs", "run"])
+def test_a_destination_that_holds_other_files_is_refused_and_left_alone(site, where):
+    dest = {"foreign": site.base / "precious", "runs": site.runs / "site", "run": site.runs / "reference-grace"}[where]
+    if where == "foreign":
+        dest.mkdir(exist_ok=True)
+        (dest / "thesis.txt").write_text("years of work\n")
+    before = sorted((p.relative_to(site.base).as_posix(), p.read_bytes()) for p in site.base.rglob("*") if p.is_file())
+    with pytest.raises(TunepathError, match="--destination") as info:
+        site.build(with_hugo=True, destination=dest)
+    assert "\n" not in str(info.value)
+    assert sorted((p.relative_to(site.base).as_posix(), p.read_bytes())
+                  for p in site.base.rglob("*") if p.is_file()) == before
+
+
+def test_a_destination_an_earlier_build_wrote_is_replaced(site, monkeypatch):
+    monkeypatch.setattr(build, "run_hugo", fake_hugo)
+    dest = site.base / "elsewhere"
+    site.build(with_hugo=True, destination=dest)
+    assert (dest / build.SITE_MARK).is_file()
+    (dest / "stale.html").write_text("old page\n")
+    site.build(with_hugo=True, destination=dest)          # ours: replaced as a whole
+    assert not (dest / "stale.html").exists() and (dest / "index.html").is_file()
+
+
+@pytest.mark.parametrize("inside", ["runs", "content"])
+def test_a_site_dir_inside_what_the_build_reads_is_refused(site, inside):
+    place = site.runs / "reference-grace" if inside == "runs" else ROOT / "content" / "x"
+    with pytest.raises(TunepathError, match="--site-dir .* lies inside"):
+        build.build_site(site_dir=place, runs_dir=site.runs, steps=STEPS, notebooks_dir=site.notebooks,
+                         with_hugo=False)
+    assert not (place / "build").exists() and not (place / "data").exists()

@@ -312,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print("tunepath: interrupted", file=sys.stderr)
+        print("tunepath: interrupted", file=sys.stderr, flush=True)
+        # what the libraries print while they shut down (a kernel's unfinished tasks) is noise now
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
         return 130
     except Exception as exc:  # noqa: BLE001 - only the expected ones are caught
         if is_expected(exc):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from tunepath.evidence.store import RunStore
 from tunepath.project import project_dir
 from tunepath.publish import cache, notebooks
 from tunepath.publish.hugo_data import write_json
+from tunepath.publish.swap import OLD, publish, recover, remove
 from tunepath.steps import REGISTRY
 
 __all__ = ["build_site", "execute_step", "step_parameters", "render_html", "hugo_binary", "run_hugo",
@@ -42,7 +42,7 @@ SITE_SOURCES = ("config.toml", "content", "layouts", "static")
 # what a build publishes in the site directory (besides Hugo's output), relative to it
 OUTPUTS = ("data/steps", "data/summary.json", "data/path.json", "static/charts", "static/notebooks", "build/cache")
 STAGING = "build/staging"
-OLD = ".tunepath-old"        # suffix of a published path while its replacement is renamed in
+SITE_MARK = ".tunepath-site"   # in Hugo's output: a later build may replace the directory
 
 
 def _say(message: str) -> None:
@@ -135,13 +135,31 @@ def check_runs(runs_dir: Path, run_ids: list[str] | None = None) -> int:
 
 
 def _check_destination(dest: Path, site_dir: Path, project: Path, runs_dir: Path) -> None:
-    """Hugo's output replaces ``dest`` as a whole: it must not hold anything else of ours."""
+    """Hugo's output replaces ``dest`` as a whole: it must hold nothing but an earlier site."""
     for what, path in (("the site directory", site_dir), ("the project", project), ("the runs", runs_dir)):
         if path.resolve().is_relative_to(dest):
             raise TunepathError(f"--destination {dest} would replace {what} ({path}): give a directory "
                                 "of its own, such as SITE/public")
+    if dest.is_relative_to(runs_dir.resolve()):
+        raise TunepathError(f"--destination {dest} lies inside the recorded runs ({runs_dir}): give a "
+                            "directory of its own, such as SITE/public")
     if dest.exists() and not dest.is_dir():
         raise TunepathError(f"--destination {dest} is a file, not a directory")
+    if dest != site_dir / "public" and dest.is_dir() and any(dest.iterdir()) and not (dest / SITE_MARK).is_file():
+        raise TunepathError(f"--destination {dest} holds files no tunepath build wrote, and the build "
+                            "would replace all of them: give a new or empty directory")
+
+
+def _check_site_dir(site_dir: Path, project: Path, runs_dir: Path) -> None:
+    """The site directory gets data/, static/, build/ and public/: never inside the runs or the
+    project's own sources."""
+    if site_dir.exists() and not site_dir.is_dir():
+        raise TunepathError(f"--site-dir {site_dir} is a file, not a directory")
+    inside = [runs_dir.resolve(), *(project / name for name in (*SITE_SOURCES, "notebooks", "scripts", "runs"))]
+    for place in inside:
+        if site_dir.is_relative_to(place):
+            raise TunepathError(f"--site-dir {site_dir} lies inside {place}, which the build reads: give the "
+                                "project itself or a directory of its own")
 
 
 # --- staging and publishing ------------------------------------------------------------------
@@ -179,7 +197,7 @@ def _stage(project: Path, site_dir: Path) -> Path:
     for rel in (*outputs(), *(_sources(project) if site_dir != project else ())):
         recover(site_dir / rel)      # a build killed while publishing
     stage = site_dir / STAGING
-    _remove(stage)                    # left by a failed build: kept until now for inspection
+    remove(stage)                    # left by a failed build: kept until now for inspection
     stage.mkdir(parents=True)
     for rel in _sources(project):
         _copy(project / rel, stage / rel)
@@ -188,52 +206,6 @@ def _stage(project: Path, site_dir: Path) -> Path:
         if not rel.startswith("data/"):
             _copy(site_dir / rel, stage / rel)
     return stage
-
-
-def recover(published: Path) -> None:
-    """Undo what a build killed in the middle of :func:`publish` left: the old version back if
-    the new one never arrived, else the old one removed."""
-    old = published.with_name(published.name + OLD)
-    if old.exists() or old.is_symlink():
-        if not (published.exists() or published.is_symlink()):
-            os.rename(old, published)
-        else:
-            _remove(old)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def publish(pairs: list[tuple[Path, Path]]) -> None:
-    """Replace each published path by its staged one, ``(staged, published)``: two renames on one
-    file system each (the published one aside, the staged one in); all undone if any fails."""
-    done: list[tuple[Path, Path, bool]] = []
-    try:
-        for staged, published in pairs:
-            if not (staged.exists() or staged.is_symlink()):
-                continue
-            recover(published)
-            old = published.with_name(published.name + OLD)
-            had = published.exists() or published.is_symlink()
-            if had:
-                os.rename(published, old)
-            done.append((staged, published, had))
-            published.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staged, published)
-    except BaseException:
-        for staged, published, had in reversed(done):
-            if published.exists() or published.is_symlink():
-                os.rename(published, staged)
-            if had:
-                os.rename(published.with_name(published.name + OLD), published)
-        raise
-    for _, published, had in done:
-        if had:
-            _remove(published.with_name(published.name + OLD))
 
 
 @contextmanager
@@ -322,9 +294,8 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
     """
     project = project_dir().resolve()
     site_dir = Path(site_dir).resolve() if site_dir else project
-    if site_dir.exists() and not site_dir.is_dir():
-        raise TunepathError(f"--site-dir {site_dir} is a file, not a directory")
     runs_dir = Path(runs_dir) if runs_dir else project / "runs"
+    _check_site_dir(site_dir, project, runs_dir)
     chosen = [REGISTRY.get(name) for name in steps] if steps else list(REGISTRY)
     dest = Path(destination).resolve() if destination else site_dir / "public"
     if with_hugo:
@@ -360,18 +331,19 @@ def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path) -> d
     hugo_s = None
     if dest is not None:
         staged_public = dest.with_name(f".{dest.name}.tunepath-staging")
-        _remove(staged_public)
+        remove(staged_public)
         _say(f"hugo: building the staged site into {dest}")
         t0 = time.monotonic()
         try:
             run_hugo(dirs.stage, staged_public, log=dirs.site_dir / "build" / "logs" / "hugo.log")
         except BaseException:
-            _remove(staged_public)
+            remove(staged_public)
             raise
         hugo_s = time.monotonic() - t0
+        (staged_public / SITE_MARK).write_text("written by tunepath build; replaced as a whole by the next one\n")
         pairs.append((staged_public, dest))
     publish(pairs)
-    _remove(dirs.stage)               # what is left: the sources Hugo read, replaced outputs
+    remove(dirs.stage)               # what is left: the sources Hugo read, replaced outputs
     _say(f"published: {dirs.site_dir}" + (f" and {dest}" if dest is not None else ""))
     return {"finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "use_cache": dirs.use_cache, "steps": done.names, "executed": done.executed, "unchanged": done.reused,

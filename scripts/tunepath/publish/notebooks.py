@@ -15,6 +15,7 @@ alike), and :func:`execute` the only place Papermill is called.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -188,6 +189,9 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
         raise TunepathError(f"{what}: notebook {source} is missing (run `tunepath notebooks` to write it)")
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    papermill_log = logging.getLogger("papermill")   # nbclient logs through it; failures become one line below
+    level = papermill_log.level
+    papermill_log.setLevel(logging.CRITICAL)
     try:
         papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name="python3",
                                    progress_bar=False, log_output=False, cwd=str(Path(source).parent),
@@ -201,6 +205,7 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
         raise TunepathError(f"{what}: notebook {Path(source).name}: the kernel stopped ({first}); its stderr is "
                             f"in {log_path}") from None
     finally:
+        papermill_log.setLevel(level)
         _relative_paths(Path(output), Path(source).parent)
     return Path(output)
 
