@@ -17,6 +17,7 @@ Expected failures print one line on stderr and exit with status 2; no tracebacks
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -56,6 +57,8 @@ def _cmd_notebooks(args) -> int:
     from tunepath.steps import REGISTRY
 
     directory = Path(args.notebooks_dir) if args.notebooks_dir else project_dir() / "notebooks"
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--notebooks-dir {directory} is a file, not a directory")
     if args.check:
         problems = check_all(directory, REGISTRY)
         if problems:
@@ -316,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         # what the libraries print while they shut down (a kernel's unfinished tasks) is noise now
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
         return 130
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):   # writing our output failed
+            print(f"tunepath: writing the output failed: {exc.strerror}", file=sys.stderr)
+            return 2
+        raise
     except Exception as exc:  # noqa: BLE001 - only the expected ones are caught
         if is_expected(exc):
             print(f"tunepath: {exc}", file=sys.stderr)

@@ -254,7 +254,7 @@ class SSHHost(Host):
         self.conn = Connection(spec.host, user=spec.user, port=spec.port, connect_timeout=CONNECT_TIMEOUT,
                                connect_kwargs=connect_kwargs)
         # Fabric sets AutoAddPolicy and loads no known_hosts: undo both before connecting.
-        self.check.prepare(self.conn.client)
+        self.check.prepare(self.conn.client, self._known_name())
         self._open()
 
     def _open(self) -> None:

@@ -158,10 +158,17 @@ class HostKeyCheck:
     def path(self) -> Path:
         return self.known.path
 
-    def prepare(self, client) -> None:
-        """Give ``client`` the usable keys (never a revoked one) and this policy."""
+    def prepare(self, client, host: str | None = None) -> None:
+        """Give ``client`` the usable keys (never a revoked one) and this policy. With ``host`` (its
+        known_hosts name, ``[name]:port`` off port 22), only the lines for that host: paramiko adds
+        keys one by one in quadratic time, which a long known_hosts turns into minutes."""
+        from paramiko import HostKeys
+
         keys = client.get_host_keys()
         for name, key in self.known.keys:
+            if host is not None and name != host and not (
+                    name.startswith("|1|") and HostKeys.hash_host(host, name) == name):
+                continue
             if self.known.revoked_line(key) is None:
                 keys.add(name, key.get_name(), key)
         for name, key in self.new.items():     # a second connection to a host trusted a moment ago
