@@ -16,6 +16,7 @@ from tunepath.model.shell import number, port, quote
 __all__ = ["HostContext", "BENCH_PATH", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
+MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
 
 
 def _check_type(key: str, value, default) -> None:
@@ -157,6 +158,8 @@ def parse_cpu_list(value) -> list[int]:
             raise TunepathError(f"bad CPU list {value!r}: expected e.g. '0-7,96-103'") from None
         if last < first:
             raise TunepathError(f"bad CPU list {value!r}: range {part} runs backwards")
+        if last >= MAX_CPUS:
+            raise TunepathError(f"bad CPU list {value!r}: CPU {last} is beyond any kernel's limit ({MAX_CPUS})")
         cpus.update(range(first, last + 1))
     return sorted(cpus)
 
