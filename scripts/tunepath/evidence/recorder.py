@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.evidence.store import RUN_ID, RunStore
 from tunepath.model.shell import quote
+from tunepath.parse.record import json_safe
 
 __all__ = ["RunRecorder", "new_run_id", "INPROGRESS", "Masker", "path_roles", "rewrite_run", "mask_file"]
 
@@ -176,17 +176,6 @@ def mask_file(path: Path, mask: Masker) -> bool:
     return True
 
 
-def _finite(value):
-    """``value`` with every float that is not finite replaced by None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 class RunRecorder:
     def __init__(self, runs_dir: Path, record: dict, masker: Masker | None = None):
         run_id = record["run_id"]
@@ -225,7 +214,7 @@ class RunRecorder:
         """Write run.json whole; a figure that is not finite (NaN, inf) is recorded as null, since
         the store reads run.json strictly and would refuse the run."""
         tmp = self.dir / "run.json.tmp"
-        tmp.write_text(json.dumps(_finite(self.record), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        tmp.write_text(json.dumps(json_safe(self.record), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                        encoding="utf-8")
         os.replace(tmp, self.dir / "run.json")
 

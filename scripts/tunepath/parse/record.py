@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from tunepath.parse.problems import Problem
 
-__all__ = ["PERCENTILE_KEYS", "RATE_FIELDS", "Stats", "Histogram", "WrkReport"]
+__all__ = ["PERCENTILE_KEYS", "RATE_FIELDS", "Stats", "Histogram", "WrkReport", "json_safe"]
 
 PERCENTILE_KEYS = ("50", "75", "90", "99", "99.9", "99.99", "99.999", "100")
 
@@ -113,7 +113,7 @@ class WrkReport:
             "warnings": list(self.warnings),
             "problems": [p.to_data() for p in self.problems],
         }
-        return _finite(out)
+        return json_safe(out)
 
     def to_row(self) -> dict:
         """A flat record for one pandas row (NaN kept as NaN, absent as None)."""
@@ -141,11 +141,12 @@ class WrkReport:
         return row
 
 
-def _finite(value):
+def json_safe(value):
+    """``value`` with every float that is not finite (NaN, inf) replaced by None: JSON has neither."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
