@@ -77,8 +77,9 @@ def check_rate(requests: int | None, duration: tuple[float, float] | None,
     says the printed token lacks the tool's fixed decimals (a fragment). Returns None when
     the figures agree or cannot be compared, else ``(code, rate to keep)``: ``"derived"``
     with requests ÷ duration when the printed figure is missing, a fragment that disagrees,
-    negative or not finite; ``"inconsistent"`` with the printed figure when it is well formed
-    but disagrees (which of the two lines is damaged cannot be told); ``"cut"`` with the
+    negative or not finite; ``"inconsistent"`` with requests ÷ duration too when the printed
+    figure is well formed but disagrees (the tool computes its rate from those two figures, so a
+    disagreement means the rate line was damaged or edited); ``"cut"`` with the
     printed figure when a fragment still agrees to its printed digits."""
     if requests is None or duration is None or not (math.isfinite(duration[0]) and duration[0] > 0):
         return None
@@ -93,7 +94,7 @@ def check_rate(requests: int | None, duration: tuple[float, float] | None,
     agrees = high_p >= lowest - slack and low_p <= highest + slack
     if agrees:
         return ("cut", printed[0]) if cut else None
-    return ("derived", derived) if cut else ("inconsistent", printed[0])
+    return ("derived", derived) if cut else ("inconsistent", derived)
 
 
 def judge_rate(requests: int | None, duration: tuple[float, float] | None, printed: tuple[str, int] | None,
@@ -130,8 +131,8 @@ def judge_rate(requests: int | None, duration: tuple[float, float] | None, print
     if code == "cut":
         text = f"{said} {flaw}; it agrees with {given}"
     elif code == "inconsistent":
-        text = (f"{said} disagrees with {given} = {requests / duration[0]:,.2f} req/s ({spread}); which "
-                "line is damaged cannot be told: the printed figure is kept")
+        text = (f"{said} disagrees with {given} = {rate:,.2f} req/s ({spread}); the tool computes its rate "
+                "from those two figures, so requests ÷ duration is kept")
     else:
         why = (f"{said} {flaw}" if said else
                f"the requests-per-second line (line {unreadable}) could not be read" if unreadable else
