@@ -9,9 +9,15 @@ An inventory (``hosts.toml``) names one ``[server]`` and one or more ``[[clients
     port = 22
     user = "ubuntu"
     key_file = "~/.ssh/id_ed25519"          # optional; else the SSH agent / default keys
+    address = "10.0.0.5"                    # optional: where clients send the load (default: host)
+    baseline_cpus = "0-7"                   # optional: the CPUs the path keeps online (default:
+                                            # the first 8 online CPUs)
 
     [[clients]]
     host = "loadgen.example"
+
+A top-level ``label = "…"`` describes the hosts in every run recorded on them (the lab
+writes one saying what it is: network namespaces on one machine, not separate hardware).
 
 Without an inventory both roles are this machine, reached without SSH
 (:func:`local_inventory`).
@@ -35,12 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.model.context import cpu_ranges, parse_cpu_list
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory"]
 
 MAX_INVENTORY_BYTES = 1 << 20          # an inventory is a few lines; /dev/zero is not one
-HOST_KEYS = ("host", "port", "user", "key_file")
-TOP_KEYS = ("server", "clients", "known_hosts")
+HOST_KEYS = ("host", "port", "user", "key_file", "address")
+SERVER_KEYS = HOST_KEYS + ("baseline_cpus",)
+TOP_KEYS = ("server", "clients", "known_hosts", "label")
+MAX_LABEL = 300
 SECRET_KEYS = ("password", "passphrase", "sudo_password")
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
 USER_NAME = re.compile(r"[A-Za-z0-9_][^\s\x00-\x1f\x7f:/]{0,63}")
@@ -53,6 +62,13 @@ class HostSpec:
     port: int = 22
     user: str | None = None
     key_file: str | None = None
+    address: str | None = None          # where load is sent (the host's address on the test network)
+    baseline_cpus: str | None = None    # server only: the CPUs the path keeps online, e.g. "0-7"
+
+    @property
+    def load_address(self) -> str:
+        """The address clients send their load to: ``address`` when given, else ``host``."""
+        return self.address or self.host
 
     @property
     def local(self) -> bool:
@@ -71,6 +87,7 @@ class Inventory:
     clients: tuple[HostSpec, ...]
     known_hosts: Path
     source: Path | None = None     # the file it came from; None: this machine only
+    label: str | None = None       # how runs on these hosts are described (e.g. the lab's)
 
     @property
     def same_machine(self) -> bool:
@@ -101,8 +118,8 @@ def _string(raw: dict, key: str, where: str) -> str | None:
     return value
 
 
-def _host(raw: dict, where: str) -> str:
-    host = _string(raw, "host", where)
+def _host(raw: dict, where: str, key: str = "host") -> str:
+    host = _string(raw, key, where)
     if host is None:
         raise TunepathError(f"{where} needs host = \"name or address\" (or \"local\")")
     try:
@@ -111,7 +128,7 @@ def _host(raw: dict, where: str) -> str:
     except ValueError:
         pass
     if len(host) > 253 or not HOST_NAME.fullmatch(host):
-        raise TunepathError(f"{where} host must be a DNS name or an IP address (letters, digits, '.', '-', "
+        raise TunepathError(f"{where} {key} must be a DNS name or an IP address (letters, digits, '.', '-', "
                             "'_'; at most 253 characters; no user@ or :port, which have their own keys)")
     return host
 
@@ -144,11 +161,14 @@ def _spec(role: str, raw, where: str) -> HostSpec:
     at = f"{where}: [{role}]"
     if not isinstance(raw, dict):
         raise TunepathError(f"{at} must be a table with at least host = \"…\", not {_kind(raw)}")
-    unknown = set(raw) - set(HOST_KEYS)
+    allowed = SERVER_KEYS if role == "server" else HOST_KEYS
+    unknown = set(raw) - set(allowed)
     if unknown:
         raise TunepathError(f"{at} has unknown key(s) {', '.join(sorted(map(repr, unknown)))}; "
-                            f"allowed: {', '.join(HOST_KEYS)}")
+                            f"allowed: {', '.join(allowed)}")
     host, port = _host(raw, at), _port(raw, at)
+    address = _host(raw, at, "address") if "address" in raw else None
+    cpus = _cpus(raw, at)
     user = _string(raw, "user", at)
     if user is not None and not USER_NAME.fullmatch(user):
         raise TunepathError(f"{at} user must be a login name (no spaces, ':' or '/', at most 64 characters, "
@@ -156,7 +176,21 @@ def _spec(role: str, raw, where: str) -> HostSpec:
     key = _path(raw, "key_file", at)
     if key is not None and not key.is_file():
         raise TunepathError(f"{at} key_file {key} {'is not a file' if key.exists() else 'does not exist'}")
-    return HostSpec(role, host, port, user, None if key is None else str(key))
+    return HostSpec(role, host, port, user, None if key is None else str(key), address, cpus)
+
+
+def _cpus(raw: dict, where: str) -> str | None:
+    """``baseline_cpus``: a CPU list such as "0-7,96", kept in the kernel's notation."""
+    value = _string(raw, "baseline_cpus", where)
+    if value is None:
+        return None
+    try:
+        cpus = parse_cpu_list(value)
+    except TunepathError as exc:
+        raise TunepathError(f"{where} baseline_cpus: {exc}") from None
+    if not cpus:
+        raise TunepathError(f"{where} baseline_cpus must name at least one CPU, e.g. \"0-7\"")
+    return cpu_ranges(cpus)
 
 
 def _read(path: Path) -> dict:
@@ -215,5 +249,8 @@ def load_inventory(path: str | os.PathLike | None) -> Inventory:
     known = _path(data, "known_hosts", f"{where}:") or Path("~/.ssh/known_hosts").expanduser()
     if known.exists() and not known.is_file():
         raise TunepathError(f"{where}: known_hosts {known} is not a file")
+    label = _string(data, "label", f"{where}:")
+    if label is not None and len(label) > MAX_LABEL:
+        raise TunepathError(f"{where}: label is longer than {MAX_LABEL} characters; describe the hosts in a line")
     return Inventory(_spec("server", data["server"], where),
-                     tuple(_spec("client", c, where) for c in clients), known, path)
+                     tuple(_spec("client", c, where) for c in clients), known, path, label)

@@ -38,7 +38,7 @@ from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
 from tunepath.live.loadgen import LoadTool, detect, get_profile
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
-from tunepath.model.context import HostContext, parse_cpu_list
+from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 from tunepath.project import project_dir
 
 __all__ = ["LiveOptions", "validate", "Session", "open_session", "live_context", "progress", "expand_home",
@@ -186,7 +186,21 @@ def _node_cpus(server: Host, node: int) -> list[int]:
 def server_address(inventory: Inventory) -> str:
     """The address the client sends its load to: loopback when the server is this machine or
     shares the client's, else the inventory's server host (the one rule, for every context)."""
-    return "127.0.0.1" if inventory.same_machine or inventory.server.local else inventory.server.host
+    return "127.0.0.1" if inventory.same_machine or inventory.server.local else inventory.server.load_address
+
+
+def baseline_cpus(inventory: Inventory, online: list[int], server: str) -> list[int]:
+    """The CPUs the path keeps online: the inventory's ``baseline_cpus``, else the first 8 online."""
+    wanted = inventory.server.baseline_cpus
+    if wanted is None:
+        return online[:min(8, len(online))]
+    cpus = parse_cpu_list(wanted)
+    missing = sorted(set(cpus) - set(online))
+    if missing:
+        raise TunepathError(f"on {server}: baseline_cpus {wanted} in {inventory.source} names CPU(s) "
+                            f"{cpu_ranges(missing)}, which are not online (online: {cpu_ranges(online)}); "
+                            "name online CPUs only")
+    return cpus
 
 
 def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions, inventory: Inventory,
@@ -195,7 +209,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
     run starts (and recorded) and again, by the same rule, for each step's session."""
     profile, smoke = get_profile(options.profile), get_profile("smoke")
     online = parse_cpu_list(facts.get("cpus_online") or "0")
-    n = min(8, len(online))
+    keep = baseline_cpus(inventory, online, server.name)
+    n = len(keep)
     nic = facts.get("nic") or {}
     node = nic.get("numa_node")
     numa_cpus = _node_cpus(server, node)[:n] if isinstance(node, int) and node >= 0 else []
@@ -205,8 +220,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         tomcat_home=tomcat_home, tomcat_version=TOMCAT_VERSION,
         java_home=options.java_home,
         server_address=server_address(inventory), port=options.http_port,
-        total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(online[:n]),
-        numa_cpus=tuple(numa_cpus or online[:n]), nic=nic.get("name") or "${net}", nic_queues=n,
+        total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(keep),
+        numa_cpus=tuple(numa_cpus or keep), nic=nic.get("name") or "${net}", nic_queues=n,
         load_generator=tool.binary.rsplit("/", 1)[-1], threads=threads,
         connections=max(threads, round(profile.connections * scale)), rate=max(1, round(profile.rate * scale)),
         duration_s=profile.duration_s, smoke_threads=1, smoke_connections=smoke.connections,
@@ -347,6 +362,8 @@ def masker_for(inventory: Inventory, options: LiveOptions, runs_dir: Path | None
         name = "server" if i == 0 else f"client-{i}"
         if not spec.local:
             pairs.setdefault(spec.host, name)
+            if spec.address:
+                pairs.setdefault(spec.address, f"{name}-address")
         user = spec.user or _local_user()           # the SSH user: the inventory's, else ours
         if user and user != "root":                 # root names a role, not a person (and `root=` is in cmdlines)
             pairs.setdefault(user, "user")

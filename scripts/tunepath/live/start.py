@@ -164,7 +164,8 @@ def run_record(run_id: str, server_name: str, found: HostFacts, options: LiveOpt
     return {
         "run_id": run_id, "kind": "live", "status": "partial",
         "label": f"{server_name}, live run ({options.profile} profile)"
-                 + (", server and client on one machine" if same else ""),
+                 + (", server and client on one machine" if same else "")
+                 + (f"; {inventory.label}" if inventory.label else ""),
         "date": dt.date.today().isoformat(), "date_note": "",
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
@@ -178,7 +179,7 @@ def run_record(run_id: str, server_name: str, found: HostFacts, options: LiveOpt
                                       f"{found.client_facts.get('cpus')} CPUs" + (" — the same machine" if same else ""),
                        "facts": found.client_facts, "facts_missing": found.client_missing},
         },
-        "notes": notes(tool, same),
+        "notes": notes(tool, same) + ([{"text": f"The hosts: {inventory.label}."}] if inventory.label else []),
     }
 
 
