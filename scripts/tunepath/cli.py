@@ -10,6 +10,8 @@
                                    run the path live on your hosts, record a run, rebuild the site
     tunepath restore [--hosts FILE] return the server to the state saved before the first change
     tunepath compare RUN_A RUN_B   two recorded runs side by side: ratios per step, differing facts
+    tunepath lab up|down|status    a server and two clients as network namespaces on this machine
+                                   (root): real sshd per host, veth NICs; writes lab/hosts.toml
 
 Expected failures print one line on stderr and exit with status 2; no tracebacks.
 """
@@ -205,6 +207,12 @@ def _cmd_restore(args) -> int:
     return 0
 
 
+def _cmd_lab(args) -> int:
+    from tunepath.lab.command import lab_command
+
+    return lab_command(args.action, args.dir, args.prefix)
+
+
 def _host_args(sp) -> None:
     sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
     sp.add_argument("--trust-new-hosts", action="store_true",
@@ -304,6 +312,13 @@ def make_parser() -> argparse.ArgumentParser:
     _host_args(sp)
     sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
     sp.set_defaults(func=_cmd_restore)
+
+    sp = sub.add_parser("lab", help="a server and two clients as network namespaces on this machine (root)")
+    sp.add_argument("action", choices=["up", "down", "status"])
+    sp.add_argument("--prefix", default=None,
+                    help="name prefix of its namespaces and users (default: $TUNEPATH_LAB_PREFIX or tplab)")
+    sp.add_argument("--dir", default=None, help="its key, inventory and state (default: lab/ of the project)")
+    sp.set_defaults(func=_cmd_lab)
     return p
 
 

@@ -1,0 +1,42 @@
+"""``tunepath lab up|down|status``: what the command prints, and its exit status."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tunepath.lab.control import Lab
+from tunepath.lab.state import DEFAULT_PREFIX
+
+__all__ = ["lab_command", "PREFIX_ENV"]
+
+PREFIX_ENV = "TUNEPATH_LAB_PREFIX"
+
+
+def _lab(directory: str | None, prefix: str | None) -> Lab:
+    from tunepath.project import project_dir
+
+    chosen = prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
+    return Lab(Path(directory) if directory else project_dir() / "lab", chosen)
+
+
+def lab_command(action: str, directory: str | None = None, prefix: str | None = None) -> int:
+    """Run ``action`` ("up", "down" or "status"), printing one line per part; the exit status."""
+    lab = _lab(directory, prefix)
+    start = time.monotonic()
+    if action == "up":
+        lab.up(say=print)
+        print(f"lab {lab.prefix} is up ({time.monotonic() - start:.1f} s). Inventory: {lab.hosts_file}")
+        print(f"next: scripts/run --hosts {lab.hosts_file} --apply    (tunepath lab down removes the lab)")
+        return 0
+    if action == "down":
+        lab.down(say=print)
+        print(f"({time.monotonic() - start:.1f} s)")
+        return 0
+    parts = lab.status()
+    for part in parts:
+        print(part.line)
+    missing = sum(not p.ok for p in parts)
+    print(f"lab {lab.prefix}: " + (f"{missing} part(s) missing or dead" if missing else "every part is up"))
+    return 1 if missing else 0

@@ -1,0 +1,75 @@
+"""The inventory the lab writes (``<dir>/hosts.toml``), and its honest label.
+
+The hosts are the lab's three namespaces, each reached at ``127.0.0.1:<forward port>`` as its own
+user with the lab's key, checked against the lab's ``known_hosts``. ``address`` is where the
+clients send load (the server's eth0 inside the lab), not where SSH goes. ``baseline_cpus`` (the
+CPUs a run keeps online) is written only when this machine can take CPUs offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tunepath.lab.state import ROLES, HostState, Role
+
+__all__ = ["label", "cpu_count", "baseline_cpus", "hosts_toml", "is_virtual_machine"]
+
+CPU_DIR = Path("/sys/devices/system/cpu")
+
+
+def is_virtual_machine() -> bool:
+    """The CPU says it runs under a hypervisor (the ``hypervisor`` flag of /proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.startswith("flags") and " hypervisor" in line for line in text.splitlines())
+
+
+def cpu_count(cpu_dir: Path = CPU_DIR) -> int:
+    """The machine's CPUs, online or not (``present``; os.cpu_count counts only those online, and a
+    run may have taken some offline)."""
+    try:
+        text = (cpu_dir / "present").read_text().strip()
+        return sum(int(b) - int(a) + 1 if "-" in part else 1
+                   for part in text.split(",") for a, _, b in [part.partition("-")])
+    except (OSError, ValueError):
+        return os.cpu_count() or 1
+
+
+def label() -> str:
+    cpus = cpu_count()
+    machine = "virtual machine" if is_virtual_machine() else "machine"
+    return (f"Lab: network namespaces on one {cpus}-CPU {machine} "
+            "(real SSH, real veth NICs; not separate hardware)")
+
+
+def baseline_cpus(cpu_dir: Path = CPU_DIR) -> str | None:
+    """"0" when CPU 0 is online and another CPU can be taken offline here; else None."""
+    hotplug = [p for p in cpu_dir.glob("cpu[0-9]*/online")
+               if p.parent.name[3:].isdigit() and int(p.parent.name[3:]) > 0 and os.access(p, os.W_OK)]
+    return "0" if hotplug else None
+
+
+def _host(r: Role, prefix: str, port: int, key_file: Path, baseline: str | None) -> str:
+    lines = [f'host = "127.0.0.1"', f"port = {port}", f"user = {json.dumps(f'{prefix}-{r.suffix}')}",
+             f"key_file = {json.dumps(str(key_file))}", f'address = "{r.address}"']
+    if r.kind == "server" and baseline is not None:
+        lines.append(f"baseline_cpus = {json.dumps(baseline)}")
+    return "\n".join(lines) + "\n"
+
+
+def hosts_toml(prefix: str, hosts: list[HostState], key_file: Path, known_hosts: Path,
+               baseline: str | None) -> str:
+    """The inventory text. JSON strings are valid TOML basic strings (the same escapes)."""
+    head = (f"# the tunepath lab {prefix!r}, written by `tunepath lab up`; `tunepath lab down` removes it\n"
+            f"label = {json.dumps(label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n")
+    parts = [head]
+    ports = {h.role: h.port for h in hosts}
+    for r in ROLES:
+        table = "[server]" if r.kind == "server" else "[[clients]]"
+        parts.append(f"\n# {r.name}: network namespace {prefix}-{r.suffix}\n{table}\n"
+                     + _host(r, prefix, ports[r.name], key_file, baseline))
+    return "".join(parts)

@@ -1,0 +1,88 @@
+"""The lab's users: one ordinary login per host namespace, and sudo for the server's alone.
+
+Users are machine-wide (the namespaces share ``/etc/passwd`` and ``/home``): ``<prefix>-srv``,
+``<prefix>-c1`` and ``<prefix>-c2``, made with ``useradd -m`` and bash, with no password (``*``:
+nothing can log in with one, but the account is not locked, so sshd takes its key). Each one's
+``~/.ssh/authorized_keys`` holds the lab's one public key. Only the server's user gets passwordless
+sudo, from ``/etc/sudoers.d/<prefix>-lab`` (mode 0440, checked with ``visudo -cf`` before it is
+put in place), as the path asks of a real server.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from tunepath.lab.system import run, tool
+
+__all__ = ["SUDOERS_DIR", "user_name", "sudoers_path", "user_exists", "create_user", "authorize",
+           "delete_user", "write_sudoers", "remove_sudoers", "user_sudo_line"]
+
+SUDOERS_DIR = Path("/etc/sudoers.d")
+
+
+def user_name(prefix: str, suffix: str) -> str:
+    return f"{prefix}-{suffix}"
+
+
+def sudoers_path(prefix: str) -> Path:
+    return SUDOERS_DIR / f"{prefix}-lab"      # no '.' in the name: sudo reads it
+
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def create_user(name: str) -> None:
+    run([tool("useradd"), "--create-home", "--shell", "/bin/bash", "--password", "*",
+         "--comment", "tunepath lab user", name], f"creating user {name}")
+
+
+def authorize(name: str, public_key: str) -> None:
+    """``~name/.ssh/authorized_keys`` holds exactly ``public_key``, owned by the user (sshd's
+    StrictModes accepts nothing looser)."""
+    entry = pwd.getpwnam(name)
+    ssh = Path(entry.pw_dir) / ".ssh"
+    ssh.mkdir(mode=0o700, exist_ok=True)
+    keys = ssh / "authorized_keys"
+    keys.write_text(public_key.strip() + "\n")
+    for path, mode in ((ssh, 0o700), (keys, 0o600)):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        os.chmod(path, mode)
+
+
+def delete_user(name: str) -> None:
+    """``userdel -r``: the user, its home and its mail spool (none is fine)."""
+    if user_exists(name):
+        run([tool("userdel"), "--remove", name], f"removing user {name}",
+            hint="a process of the user may still run (ps -u " + name + ")")
+
+
+def user_sudo_line(name: str) -> str:
+    return f"{name} ALL=(ALL) NOPASSWD: ALL\n"
+
+
+def write_sudoers(path: Path, name: str) -> None:
+    """Passwordless sudo for ``name``: validated in a file sudo ignores (its name holds a '.'),
+    then renamed into place, so sudo never reads half a file or a file visudo refused."""
+    tmp = path.with_name(f"{path.name}.tunepath-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o440)
+    try:
+        os.write(fd, ("# tunepath lab: removed by `tunepath lab down`\n" + user_sudo_line(name)).encode())
+        os.fchmod(fd, 0o440)
+    finally:
+        os.close(fd)
+    try:
+        run([tool("visudo"), "-cf", str(tmp)], f"checking the sudoers file for {name}")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def remove_sudoers(path: Path) -> None:
+    path.unlink(missing_ok=True)
