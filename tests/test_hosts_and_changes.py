@@ -255,3 +255,309 @@ def test_ajp_connector_is_loopback_only_and_requires_the_secret():
     masked = Masker()
     masked.add(secret, "AJP_SECRET_GENERATED_PER_RUN")
     assert secret not in masked(text) and "AJP_SECRET_GENERATED_PER_RUN" in masked(text)
+
+
+# --- host changes on a simulated host: NIC channels (both forms), CPUs, huge pages, restore ----------------------
+class Machine(Host):
+    """A server whose CPUs, NIC channels, huge page pool and saved state change as commands say."""
+
+    def __init__(self, kind="rx-tx", queues=4, cpus=(0, 1), hotplug=(1,), nr_hugepages=0, cap=None,
+                 boot_id="another-boot"):
+        self.spec, self.is_root, self.commands = HostSpec("server", "lab.test"), True, []
+        self.kind, self.max = kind, queues
+        self.rx = self.tx = self.combined = queues
+        self.online, self.hotplug, self.nr, self.cap = set(cpus), set(hotplug), nr_hugepages, cap
+        self.state, self.boot, self.meminfo_extra = None, boot_id, ""
+
+    def channels(self) -> str:
+        if self.kind == "combined":
+            return f"max_rx=n/a max_tx=n/a max_combined={self.max} rx=n/a tx=n/a combined={self.combined} "
+        return f"max_rx={self.max} max_tx={self.max} max_combined=n/a rx={self.rx} tx={self.tx} combined=n/a "
+
+    def answer(self, c: str) -> tuple[str, int]:
+        import re as _re
+        from tunepath.model.context import cpu_ranges as _ranges, parse_cpu_list as _cpus
+
+        if c.startswith("echo online="):
+            return (f"online={_ranges(self.online)}\nhugepages={self.nr}\ncmdline=eA==\nchannels={self.channels()}\n", 0)
+        if c.startswith("cat ~/.tunepath/original-state.json"):
+            return self.state or "", 0
+        if "original-state.json.tmp <<" in c:
+            self.state = c.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0]
+            return "", 0
+        if c.startswith("rm -f ~/.tunepath/original-state.json"):
+            self.state = None
+            return "", 0
+        if "Pre-set maximums" in c:
+            return self.channels() + "\n", 0
+        if m := _re.search(r"ethtool -L \S+ (.*)$", c):
+            args = dict(_re.findall(r"(combined|rx|tx) (\d+)", m.group(1)))
+            if ("combined" in args) != (self.kind == "combined") or any(int(v) > self.max for v in args.values()):
+                return "netlink error: Invalid argument", 1
+            for k, v in args.items():
+                setattr(self, k, int(v))
+            return "", 0
+        if "test -w /sys/devices/system/cpu/cpu$no/online" in c:
+            cpus = _cpus(",".join(a if not b else f"{a}-{b}" for a, b in _re.findall(r"\{?(\d+)(?:\.\.(\d+))?\}?",
+                                                                                         c.split(";")[0][len("for no in "):])))
+            return "".join(f"{n}\n" for n in cpus if n not in self.hotplug), 0
+        if c == "cat /sys/devices/system/cpu/online":
+            return _ranges(self.online) + "\n", 0
+        if "/sys/devices/system/cpu/cpu" in c and "online" in c and "echo" in c:
+            for part in c.split("done"):
+                if m := _re.search(r"for no in ([^;]*); do .*echo ([01]) >", part):
+                    cpus = _cpus(",".join(a if not b else f"{a}-{b}"
+                                          for a, b in _re.findall(r"\{?(\d+)(?:\.\.(\d+))?\}?", m.group(1))))
+                    if set(cpus) - self.hotplug:
+                        return "Permission denied", 1
+                    self.online = self.online | set(cpus) if m.group(2) == "1" else self.online - set(cpus)
+            return "", 0
+        if c == "cat /proc/sys/vm/nr_hugepages":
+            return f"{self.nr}\n", 0
+        if m := _re.search(r"sysctl -w vm\.nr_hugepages=(\d+)", c):
+            self.nr = min(int(m.group(1)), self.cap) if self.cap is not None else int(m.group(1))
+            return f"vm.nr_hugepages = {m.group(1)}\n", 0
+        if "test -w /proc/sys/vm/nr_hugepages" in c:
+            return "writable\nMemAvailable:   24000000 kB\nHugepagesize:       2048 kB\n", 0
+        if "/proc/meminfo" in c:
+            return (self.meminfo_extra + f"HugePages_Total: {self.nr}\nHugePages_Free: {self.nr}\n"
+                    "HugePages_Rsvd: 0\nHugepagesize: 2048 kB\n"), 0
+        if c == "cat /proc/sys/kernel/random/boot_id":
+            return self.boot + "\n", 0
+        if "command -v update-grub" in c:
+            return "/usr/sbin/update-grub\nok\n", 0
+        if c.startswith("test -f /etc/default/grub.d"):
+            return "", 1
+        return "", 0
+
+    def _run(self, command, timeout, display, pidfile=None):
+        import shlex as _shlex
+
+        self.commands.append(command)
+        if command.startswith("sudo -n bash -c "):         # Host.run(sudo=True) for a user that is not root
+            command = _shlex.split(command)[4]
+        out, rc = self.answer(command.removeprefix("if [ \"$(id -u)\" = 0 ] && ! command -v sudo >/dev/null; then "
+                                                   "sudo() { \"$@\"; }; fi\n").removeprefix("sudo "))
+        return CommandResult(self.name, display, out, "", rc, 0.01)
+
+
+LAB_FACTS = {"numa_nodes": 1, "cpus_online": "0-1", "nic": {"name": "eth0", "channels": "rx-tx", "queues": 4}}
+LAB_CTX = HostContext(total_cpus=2, baseline_cpus=(0,), nic="eth0", nic_queues=1, nic_channels="rx-tx")
+
+
+def _lab_session(tmp_path, host: Host, apply: bool, allow_reboot: bool = False, same_machine: bool = False):
+    from tunepath.live.hosts import Inventory
+    from tunepath.live.session import LiveOptions, Session
+
+    record = json.loads((ROOT / "runs" / "reference-aws-c8g" / "run.json").read_text())
+    record.update(run_id="live-lab", kind="live", status="partial", measurements=[], verification=[], blocks=[],
+                  warnings=[])
+    rec = RunRecorder(tmp_path / "runs", record)
+    client = HostSpec("client", "lab.test") if same_machine else HostSpec("client", "lab.test", port=2222)
+    inv = Inventory(HostSpec("server", "lab.test"), (client,), tmp_path / "kh")
+    return Session("live-lab", LiveOptions(apply=apply, allow_reboot=allow_reboot), inv, host, [host], rec,
+                   LoadTool("wrk2", "wrk", None, 2), None, LAB_CTX, LAB_FACTS), rec
+
+
+def test_set_queues_renders_combined_for_the_page_and_rx_tx_for_a_veth():
+    blocks = {b.id: b for b in plan("nic-queues", HostContext())}
+    assert blocks["set-queues"].text == "sudo ethtool -L ${net} combined 8"
+    assert blocks["set-queues"].title == "Set 8 combined queues on ${net}"
+    lab = {b.id: b for b in plan("nic-queues", LAB_CTX)}
+    assert lab["set-queues"].text == "sudo ethtool -L eth0 rx 1 tx 1"
+    assert [b.id for b in plan("nic-queues", LAB_CTX)][:3] == ["show-queues", "set-queues", "show-queues-after"]
+    from tunepath.steps import REGISTRY
+    assert REGISTRY.get("nic-queues").label("queues-8", LAB_CTX) == "1 NIC queue"
+    assert REGISTRY.get("nic-queues").label("queues-8", HostContext()) == "8 NIC queues"
+    with pytest.raises(TunepathError, match="nic_channels: 'both' is not combined or rx-tx"):
+        HostContext.from_dict({"nic_channels": "both"})
+    with pytest.raises(TunepathError, match="nic_channels"):
+        HostContext(nic_channels="rx")
+
+
+@pytest.mark.parametrize("text, kind, queues, maximum", [
+    ("Channel parameters for eth0:\nPre-set maximums:\nRX:\t\t4\nTX:\t\t4\nOther:\t\tn/a\nCombined:\tn/a\n"
+     "Current hardware settings:\nRX:\t\t2\nTX:\t\t3\nOther:\t\tn/a\nCombined:\tn/a\n", "rx-tx", 2, 4),
+    ("Channel parameters for ens5:\nPre-set maximums:\nRX:\t\tn/a\nTX:\t\tn/a\nOther:\t\t1\nCombined:\t32\n"
+     "Current hardware settings:\nRX:\t\tn/a\nTX:\t\tn/a\nOther:\t\t1\nCombined:\t8\n", "combined", 8, 32),
+    ("Channel parameters for x:\nPre-set maximums:\nRX:\t\t0\nTX:\t\t0\nOther:\t\t1\nCombined:\t63\n"
+     "Current hardware settings:\nRX:\t\t0\nTX:\t\t0\nOther:\t\t1\nCombined:\t16\n", "combined", 16, 63),
+    ("", None, None, None),
+])
+def test_channel_commands_read_ethtool_output_of_both_forms(tmp_path, text, kind, queues, maximum):
+    """The real awk of channels_command and current_queues_command, over a stub ethtool."""
+    import subprocess
+    from tunepath.live.facts import channels_command, current_queues_command, parse_channels
+
+    (tmp_path / "ethtool").write_text(f"#!/bin/sh\nprintf '%s' '{text}'\n")
+    (tmp_path / "ethtool").chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    run = lambda cmd: subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True).stdout  # noqa
+    got = parse_channels(run(channels_command("eth0")))
+    assert (got.kind, got.queues, got.maximum(kind) if kind else None) == (kind, queues, maximum)
+    assert run(current_queues_command("eth0")).strip() == (str(queues) if queues else "")
+
+
+def test_save_and_restore_rx_tx_queues_cpus_and_huge_pages_then_nothing_twice():
+    from tunepath.live.hoststate import load_original_state, restore, save_original_state
+
+    host = Machine()
+    state = save_original_state(host, LAB_FACTS)
+    assert (state.nic_channels, state.nic_queues, state.nic_tx, state.nr_hugepages, state.cpus_online) == \
+        ("rx-tx", 4, 4, 0, "0-1")
+    assert load_original_state(host) == state
+    host.answer("ethtool -L eth0 rx 1 tx 1")
+    host.answer('for no in 1; do sudo bash -c "echo 0 > /sys/devices/system/cpu/cpu${no}/online"; done')
+    host.answer("sysctl -w vm.nr_hugepages=664")
+    assert (host.rx, host.tx, host.online, host.nr) == (1, 1, {0}, 664)
+    done = restore(host)
+    assert (host.rx, host.tx, host.online, host.nr) == (4, 4, {0, 1}, 0)
+    assert done == [
+        "CPUs 0-1 online on lab.test (`for no in 1; do echo 1 > /sys/devices/system/cpu/cpu$no/online; done`)",
+        "eth0: rx 4 tx 4 queues again on lab.test (`ethtool -L eth0 rx 4 tx 4`)",
+        "huge pages released: 0 reserved again (were 664) on lab.test (`sysctl -w vm.nr_hugepages=0`)"]
+    assert restore(host) == []                      # idempotent: nothing left to do
+    assert restore(host, forget=True) == [] and host.state is None and restore(host) == []
+
+
+def test_restore_puts_combined_queues_back_from_a_state_saved_before_rx_tx_existed():
+    from tunepath.live.hoststate import restore
+
+    host = Machine(kind="combined", queues=32)
+    host.state = json.dumps({"cpus_online": "0-1", "nic": "eth0", "nic_queues": 32, "grub_dropin_b64": None})
+    host.answer("ethtool -L eth0 combined 8")
+    assert restore(host) == ["eth0: combined 32 queues again on lab.test (`ethtool -L eth0 combined 32`)"]
+    assert host.combined == 32 and restore(host) == []
+
+
+def test_a_failing_part_of_restore_does_not_stop_the_others_and_keeps_the_state():
+    from tunepath.live.hoststate import restore, save_original_state
+
+    host = Machine(hotplug=())                      # CPU 1 cannot come back
+    save_original_state(host, LAB_FACTS)
+    host.online, host.nr = {0}, 664
+    with pytest.raises(TunepathError) as err:
+        restore(host, forget=True)
+    assert "on lab.test" in str(err.value) and "echo 1 > /sys/devices/system/cpu/cpu$no/online" in str(err.value)
+    assert "\n" not in str(err.value) and "tunepath restore" in str(err.value)
+    assert host.nr == 0 and host.state is not None   # huge pages released anyway; state kept for a retry
+
+
+def test_preflight_for_a_veth_in_a_namespace_and_for_cpu_hotplug():
+    from tunepath.live.hoststate import preflight
+
+    blocks = {b.id: b for step in ("baseline", "nic-queues") for b in plan(step, LAB_CTX)}
+    host = Machine()
+    assert preflight(host, blocks["set-queues"], LAB_FACTS, same_machine=False).ok
+    assert preflight(host, blocks["show-queues-after"], LAB_FACTS, same_machine=False).ok
+    assert "loopback" in preflight(host, blocks["set-queues"], LAB_FACTS, same_machine=True).reason
+    combined = plan("nic-queues", replace_ctx(nic_channels="combined"))[1]
+    assert "has rx-tx channels and the plan sets combined ones" in preflight(host, combined, LAB_FACTS, False).reason
+    too_many = plan("nic-queues", replace_ctx(nic_queues=8))[1]
+    assert "allows at most 4 queues" in preflight(host, too_many, LAB_FACTS, False).reason
+    assert blocks["offline-cpus"].text == ('for no in 1; do sudo bash -c "echo 0 > '
+                                           '/sys/devices/system/cpu/cpu${no}/online"; done')
+    assert preflight(host, blocks["offline-cpus"], LAB_FACTS, False).ok
+    cpu0 = plan("baseline", replace_ctx(baseline_cpus=(1,)))[1]
+    reason = preflight(host, cpu0, LAB_FACTS, False).reason
+    assert "CPU 0 on lab.test" in reason and "not hot-pluggable" in reason
+
+
+def replace_ctx(**changes) -> HostContext:
+    from dataclasses import replace
+    return replace(LAB_CTX, **changes)
+
+
+def test_reserving_huge_pages_is_a_dry_run_without_apply(tmp_path):
+    from tunepath.live.actions import disruptive
+
+    host = Machine()
+    session, rec = _lab_session(tmp_path, host, apply=False)
+    block = {b.id: b for b in plan("jvm", LAB_CTX)}["reserve-hugepages"]
+    assert block.text == "sudo sysctl -w vm.nr_hugepages=664" and block.disruptive
+    changed, reason = disruptive(session, "jvm", block)
+    assert not changed and reason.startswith("dry-run") and host.nr == 0 and host.state is None
+    assert rec.record["blocks"][-1]["outcome"] == "dry-run"
+
+
+def test_huge_pages_reserved_with_apply_and_released_after_the_step(tmp_path):
+    from tunepath.live.actions import disruptive, release_hugepages
+
+    host = Machine(nr_hugepages=3)
+    session, rec = _lab_session(tmp_path, host, apply=True)
+    block = {b.id: b for b in plan("jvm", LAB_CTX)}["reserve-hugepages"]
+    assert disruptive(session, "jvm", block) == (True, "")
+    assert host.nr == 664 and json.loads(host.state)["nr_hugepages"] == 3     # the original saved first
+    release_hugepages(session, "jvm")
+    assert host.nr == 3
+    assert rec.record["blocks"][-1] == {"step": "jvm", "block": "release-hugepages", "host": "server",
+                                        "text": "sudo sysctl -w vm.nr_hugepages=3", "outcome": "ran"}
+    release_hugepages(session, "jvm")                # nothing left to release: nothing recorded
+    assert rec.record["blocks"][-1]["outcome"] == "ran" and len(rec.record["blocks"]) == 2
+
+
+def test_fewer_huge_pages_than_asked_skips_the_variant_with_the_reason(tmp_path):
+    from tunepath.live.actions import disruptive
+
+    host = Machine(cap=600)                          # fragmented memory: the kernel finds only 600
+    session, rec = _lab_session(tmp_path, host, apply=True)
+    block = {b.id: b for b in plan("jvm", LAB_CTX)}["reserve-hugepages"]
+    changed, reason = disruptive(session, "jvm", block)
+    assert not changed and "reserved only 600 of the 664 huge pages" in reason and "lab.test" in reason
+    assert host.nr == 0 and any("reserved only 600" in w for w in rec.record["warnings"])
+
+
+def test_large_pages_evidence_is_recorded_per_measurement_and_a_miss_is_warned(tmp_path):
+    from tunepath.live.actions import large_pages_evidence
+
+    host = Machine(nr_hugepages=664)
+    host.meminfo_extra = ("[0.001s][4242][info][pagesize] Large page support enabled. Usable page sizes: 4k, 2M.\n"
+                          "[0.020s][4242][info][gc,init ] Large Page Support: Enabled (Explicit)\n")
+    session, rec = _lab_session(tmp_path, host, apply=True)
+    block = {b.id: b for b in plan("jvm", LAB_CTX)}["large-pages-in-use"]
+    large_pages_evidence(session, "jvm", block, 1)
+    large_pages_evidence(session, "jvm", block, 2)
+    assert [v["name"] for v in rec.record["verification"]] == ["large-pages-in-use", "large-pages-in-use-r2"]
+    out = (tmp_path / "runs" / ".inprogress" / "live-lab" / rec.record["verification"][0]["output"]).read_text()
+    assert "Large Page Support: Enabled (Explicit)" in out and "HugePages_Total: 664" in out
+    assert any("did not report large pages in use" in w and "HugePages_Free 664" in w for w in rec.record["warnings"])
+
+
+def test_huge_pages_are_sized_from_the_heap_and_the_page_size():
+    from tunepath.steps.jvm import PAGESIZE_LOG, hugepages_for
+
+    assert hugepages_for(1024, 2048) == 512 + 120 + 32
+    assert hugepages_for(64, 2048) == 32 + 120 + 2
+    assert hugepages_for(1024, 524288) == 3                  # 512 MB pages (64 KB base pages)
+    big = {b.id: b for b in plan("jvm", replace_ctx(hugepage_kb=524288))}
+    assert big["reserve-hugepages"].text == "sudo sysctl -w vm.nr_hugepages=3"
+    assert PAGESIZE_LOG in variant_config("jvm", "large-pages", HostContext()).jvm_options
+
+
+def test_iommu_stays_a_dry_run_with_apply_and_without_allow_reboot(tmp_path):
+    from tunepath.live.actions import disruptive
+    from tunepath.live.hoststate import local_boot_id
+
+    block = next(b for b in plan("iommu", LAB_CTX) if b.id == "iommu-passthrough")
+    host = Machine(boot_id=local_boot_id())          # a namespace of this machine: same kernel
+    session, rec = _lab_session(tmp_path, host, apply=True)
+    changed, reason = disruptive(session, "iommu", block)
+    assert not changed and "allow_reboot" in reason and "same boot id" in reason
+    assert rec.record["blocks"][-1]["outcome"] == "dry-run"
+    session, rec = _lab_session(tmp_path / "2", host, apply=True, allow_reboot=True)
+    changed, reason = disruptive(session, "iommu", block)
+    assert not changed and "would reboot this machine" in reason and rec.record["blocks"][-1]["outcome"] == "skipped"
+    assert not any("grub.d/99" in c and "tee" in c or "reboot" in c.split() for c in host.commands)
+
+
+def test_a_user_with_sudo_gets_the_hotplug_and_huge_page_checks_through_sudo():
+    """sysfs CPU files and vm.nr_hugepages are writable by root only: a lab user's plain `test -w` says no."""
+    from tunepath.live.hoststate import preflight
+
+    host = Machine()
+    host.is_root = False
+    blocks = {b.id: b for step in ("baseline", "jvm") for b in plan(step, LAB_CTX)}
+    assert preflight(host, blocks["offline-cpus"], LAB_FACTS, False).ok
+    assert preflight(host, blocks["reserve-hugepages"], LAB_FACTS, False).ok
+    checks = [c for c in host.commands if "test -w" in c]
+    assert len(checks) == 2 and all(c.startswith("sudo -n bash -c ") for c in checks)

@@ -6,20 +6,25 @@ Each records what it did into the run (ran, skipped with the reason, dry-run) an
 
 from __future__ import annotations
 
+import re
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from tunepath.errors import TunepathError
+from tunepath.live.facts import parse_hugepages
 from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
-from tunepath.live.hoststate import REBOOT_BLOCKS, boot_id, preflight, restore, save_original_state, wait_for_reboot
+from tunepath.live.hoststate import (HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, release_hugepages as release_pool,
+                                     restore, save_original_state)
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
 
 __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
-           "jvm_warnings", "log_size", "ensure_tomcat", "secret_hidden"]
+           "jvm_warnings", "log_size", "ensure_tomcat", "secret_hidden", "boot_id", "wait_for_reboot",
+           "release_hugepages", "large_pages_evidence"]
 
 T = TypeVar("T")
 
@@ -112,41 +117,86 @@ def run_block(session: Session, step: str, block, *, record: bool = True, timeou
 
 
 def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
-    """Run a disruptive block if allowed; returns (changed, reason-if-not)."""
+    """Run a disruptive block if allowed; returns (changed, reason-if-not). A block that needs a
+    reboot stays a dry run without allow_reboot, with every reason it could not run."""
     opts = session.options
+    reboot = block.id in REBOOT_BLOCKS
     check = preflight(session.server, block, session.facts, session.inventory.same_machine)
-    if not check.ok:
+    held = ("dry-run: disruptive, needs apply (scripts/run --apply)" if not opts.apply else
+            "needs a reboot: rerun with allow_reboot" if reboot and not opts.allow_reboot else "")
+    if not check.ok and not (reboot and held):
         session.recorder.block(step, block.id, block.host, block.text, "skipped", reason=check.reason)
         return False, check.reason
-    if not opts.apply:
-        reason = "dry-run: disruptive, needs apply (scripts/run --apply)"
+    if held:
+        reason = held + (f"; and {check.reason}" if not check.ok else "")
         session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
         progress(f"{step}: dry-run {block.id}:\n{block.text}")
         return False, reason
-    if block.id in REBOOT_BLOCKS and not opts.allow_reboot:
-        reason = "needs a reboot: rerun with allow_reboot"
-        session.recorder.block(step, block.id, block.host, block.text, "dry-run", reason=reason)
-        return False, reason
     save_original_state(session.server, session.facts)
-    if block.id in REBOOT_BLOCKS:
-        # the reboot ends the SSH session: run the GRUB part, reboot, reconnect, verify
-        grub, _, _ = block.text.partition("\nsudo update-grub")
-        old_boot = boot_id(session.server)
-        session.server.run(grub, timeout=60, as_written=True)
-        session.server.run("sudo update-grub", timeout=300, as_written=True)
-        session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
-        session.server.close()
-        wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
-        cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted, old_boot)
-        session.server = connect(session.inventory.server, session.inventory)
-        session.tomcat.host = session.server
-        for i, spec in enumerate(session.inventory.clients):     # a client on the server lost its session too
-            session.clients[i].close()
-            session.clients[i] = connect(spec, session.inventory)
-        session.recorder.block(step, block.id, block.host, block.text, "ran", kernel_cmdline=cmdline)
-        return True, ""
+    if reboot:
+        return _reboot(session, step, block)
     run_block(session, step, block)
+    if block.id in HUGEPAGE_BLOCKS:
+        return _hugepages_reserved(session, step, block)
     return True, ""
+
+
+def _reboot(session: Session, step: str, block) -> tuple[bool, str]:
+    """The reboot ends the SSH session: run the GRUB part, reboot, reconnect, verify."""
+    grub, _, _ = block.text.partition("\nsudo update-grub")
+    old_boot = boot_id(session.server)
+    session.server.run(grub, timeout=60, as_written=True)
+    session.server.run("sudo update-grub", timeout=300, as_written=True)
+    session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
+    session.server.close()
+    wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
+    cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted, old_boot)
+    session.server = connect(session.inventory.server, session.inventory)
+    session.tomcat.host = session.server
+    for i, spec in enumerate(session.inventory.clients):     # a client on the server lost its session too
+        session.clients[i].close()
+        session.clients[i] = connect(spec, session.inventory)
+    session.recorder.block(step, block.id, block.host, block.text, "ran", kernel_cmdline=cmdline)
+    return True, ""
+
+
+def _hugepages_reserved(session: Session, step: str, block) -> tuple[bool, str]:
+    """The kernel reserves what it can find: fewer pages than asked (fragmented memory) and the
+    variant would measure without large pages. Say so, release them, and skip it instead."""
+    asked = int(re.search(r"vm\.nr_hugepages=(\d+)", block.text).group(1))
+    got = parse_hugepages(session.server.run("cat /proc/meminfo", check=False, timeout=15).stdout).total or 0
+    if got >= asked:
+        return True, ""
+    reason = (f"the kernel of {session.server.name} reserved only {got} of the {asked} huge pages asked for "
+              f"(`{block.text}`; memory too fragmented): not measured without them")
+    session.recorder.warn(f"{step}: {reason}")
+    release_hugepages(session, step)
+    return False, reason
+
+
+def release_hugepages(session: Session, step: str) -> None:
+    """The huge page pool back to the size the host had before the run (a run with apply only)."""
+    if not session.options.apply:
+        return
+    change = release_pool(session.server)
+    if change:
+        session.recorder.block(step, "release-hugepages", "server", f"sudo {change[1]}", "ran")
+        progress(f"{step}: {change[0]} on {session.server.name}")
+
+
+def large_pages_evidence(session: Session, step: str, block, repetition: int) -> None:
+    """While Tomcat still runs after a large-pages measurement: the JVM's own words on its page
+    sizes and the kernel's huge pages in use, recorded as verification output (one per repetition)."""
+    r = session.server.run(block.text, check=False, timeout=30, as_written=True)
+    name = block.id + (f"-r{repetition}" if repetition > 1 else "")
+    session.recorder.verification(step, name, "server", block.text, r.stdout or r.stderr or "(no output)")
+    pages = parse_hugepages(r.stdout)
+    enabled = re.search(r"Large Page Support: Enabled|Large page support enabled", r.stdout)
+    if not enabled or not pages.in_use:
+        session.recorder.warn(f"{step}/large-pages repetition {repetition}: the JVM on {session.server.name} did "
+                              f"not report large pages in use (`{block.text.splitlines()[1]}`: "
+                              f"{'enabled' if enabled else 'not enabled'}; HugePages_Total {pages.total}, "
+                              f"HugePages_Free {pages.free})")
 
 
 def verify(session: Session, step) -> None:
@@ -195,3 +245,33 @@ def ensure_tomcat(session: Session, step: str) -> None:
     session.recorder.block(step, "install-tomcat", "server", "(the setup step's install-tomcat block)", "ran",
                            how="Tomcat was missing: installed before the step", version=version)
 
+
+def boot_id(host: Host) -> str:
+    return host.run("cat /proc/sys/kernel/random/boot_id", timeout=15).stdout.strip()
+
+
+def wait_for_reboot(connect, expect_in_cmdline: list[str], old_boot_id: str, timeout: float = 900) -> str:
+    """Reconnect until the host has booted anew (its boot id changed), then check the kernel
+    command line; returns it."""
+    deadline = time.monotonic() + timeout
+    time.sleep(10)
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with connect() as host:
+                if boot_id(host) == old_boot_id:
+                    last = "still the old boot"
+                    time.sleep(5)
+                    continue
+                cmdline = host.run("cat /proc/cmdline", timeout=15).stdout.strip()
+                missing = [p for p in expect_in_cmdline if p not in cmdline.split()]
+                if missing:
+                    raise TunepathError(f"on {host.name}: after the reboot the kernel command line lacks "
+                                        f"{' '.join(missing)}: {cmdline}")
+                return cmdline
+        except TunepathError as exc:
+            if "command line lacks" in str(exc):
+                raise
+            last = str(exc)
+            time.sleep(5)
+    raise TunepathError(f"the server did not come back within {timeout:g} s after the reboot ({last})")

@@ -11,10 +11,88 @@ import re
 from dataclasses import dataclass
 
 from tunepath.live.hosts import Host
-from tunepath.live.hoststate import current_queues_command
 from tunepath.evidence.store import FACT_KEYS
 
-__all__ = ["gather_facts", "CpuSample", "cpu_sample", "cpu_utilisation"]
+__all__ = ["gather_facts", "CpuSample", "cpu_sample", "cpu_utilisation", "Channels", "channels_command",
+           "parse_channels", "current_queues_command", "SBIN_PATH", "HugePages", "HUGEPAGES_COMMAND",
+           "parse_hugepages"]
+
+# a user's non-interactive SSH session on Debian has no /usr/sbin in its PATH: ethtool and sysctl live there
+SBIN_PATH = 'PATH="$PATH:/usr/sbin:/sbin"'
+HUGEPAGES_COMMAND = "grep -E '^(HugePages_(Total|Free|Rsvd|Surp)|Hugepagesize):' /proc/meminfo"
+
+
+@dataclass(frozen=True)
+class Channels:
+    """A NIC's channel counts from ``ethtool -l``: current and pre-set maximum, None where n/a."""
+
+    combined: int | None = None
+    rx: int | None = None
+    tx: int | None = None
+    max_combined: int | None = None
+    max_rx: int | None = None
+    max_tx: int | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """``combined`` (one queue pair per channel, most NICs), ``rx-tx`` (separate receive and
+        transmit queues: veth, some virtual NICs) or None (no channel settings)."""
+        if (self.combined or 0) > 0:
+            return "combined"
+        if (self.rx or 0) > 0 or (self.tx or 0) > 0:
+            return "rx-tx"
+        return None
+
+    @property
+    def queues(self) -> int | None:
+        """The current count: combined channels, else receive queues."""
+        return {"combined": self.combined, "rx-tx": self.rx}.get(self.kind or "")
+
+    def maximum(self, kind: str) -> int | None:
+        return self.max_combined if kind == "combined" else self.max_rx
+
+
+def channels_command(nic: str) -> str:
+    """Prints ``max_rx=4 max_tx=4 max_combined=n/a rx=4 tx=4 combined=n/a`` for the NIC (nothing
+    when the driver has no channel settings); ``nic`` is one shell word (quoted, or ``"$dev"``)."""
+    return (f"{SBIN_PATH} ethtool -l {nic} 2>/dev/null | awk '/^Pre-set maximums/{{p=\"max_\"}} "
+            "/^Current hardware settings/{p=\"\"} /^(RX|TX|Combined):/{k=tolower($1); sub(/:$/, \"\", k); "
+            "printf \"%s%s=%s \", p, k, $2} END{print \"\"}'")
+
+
+def parse_channels(text: str) -> Channels:
+    """What :func:`channels_command` printed, as counts."""
+    values = {k: int(v) for k, v in re.findall(r"\b((?:max_)?(?:rx|tx|combined))=(\d+)", text)}
+    return Channels(**values)
+
+
+def current_queues_command(nic: str) -> str:
+    """Prints the NIC's current queue count (combined channels, else receive queues; nothing if
+    the driver has no channel settings); ``nic`` is one shell word."""
+    return (f"{SBIN_PATH} ethtool -l {nic} 2>/dev/null | awk '/Current hardware settings/{{c=1}} "
+            "c && /^Combined:/ && $2+0 > 0 {print $2; f=1; exit} c && /^RX:/ && $2+0 > 0 {r=$2} "
+            "END{if (!f && r) print r}'")
+
+
+@dataclass(frozen=True)
+class HugePages:
+    """The kernel's huge page pool (``/proc/meminfo``)."""
+
+    total: int | None = None
+    free: int | None = None
+    reserved: int | None = None     # promised to a mapping, not yet touched
+    size_kb: int | None = None
+
+    @property
+    def in_use(self) -> int | None:
+        """Pages some process has touched (Total - Free): above 0 while a JVM uses large pages."""
+        return None if self.total is None or self.free is None else self.total - self.free
+
+
+def parse_hugepages(text: str) -> HugePages:
+    v = dict(re.findall(r"^(HugePages_Total|HugePages_Free|HugePages_Rsvd|Hugepagesize):\s+(\d+)", text, re.M))
+    get = lambda k: int(v[k]) if k in v else None  # noqa: E731
+    return HugePages(get("HugePages_Total"), get("HugePages_Free"), get("HugePages_Rsvd"), get("Hugepagesize"))
 
 _SCRIPT = r"""
 sec() { echo "@@@ $1"; }
@@ -24,11 +102,12 @@ sec cpus_online; cat /sys/devices/system/cpu/online 2>/dev/null
 sec numa_nodes; ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l
 sec kernel; uname -r
 sec kernel_cmdline; cat /proc/cmdline 2>/dev/null
+sec hugepages; @HUGEPAGES@
 sec iommu; (dmesg 2>&1 || sudo -n dmesg 2>&1) | grep -iE 'iommu: (Default domain|DMA domain)|Operation not permitted|not allowed' | head -5
 sec nic; dev=$(ip -o route show default 2>/dev/null | awk '{for(i=1;i<=NF;i++) if($i=="dev"){print $(i+1); exit}}'); echo "name=$dev"; \
   if [ -n "$dev" ]; then echo "numa_node=$(cat /sys/class/net/$dev/device/numa_node 2>/dev/null)"; \
-  echo "queues=$(@QUEUES@)"; \
-  command -v ethtool >/dev/null || echo "no_ethtool=1"; fi
+  echo "$(@CHANNELS@)"; \
+  @SBIN@ command -v ethtool >/dev/null || echo "no_ethtool=1"; fi
 sec os; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
 sec java_version; java -version 2>&1 | head -1
 sec nofile_limit; echo "soft=$(ulimit -n) hard=$(ulimit -Hn)"
@@ -36,7 +115,8 @@ sec end
 """
 
 
-_SCRIPT = _SCRIPT.replace("@QUEUES@", current_queues_command('"$dev"'))
+_SCRIPT = (_SCRIPT.replace("@CHANNELS@", channels_command('"$dev"')).replace("@SBIN@", SBIN_PATH)
+           .replace("@HUGEPAGES@", HUGEPAGES_COMMAND))
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -78,22 +158,12 @@ def gather_facts(host: Host, tomcat_version: str | None = None, load_generator: 
             "the kernel log has no IOMMU mode lines (none configured, or the log has rotated)")
     else:
         put("iommu", [re.sub(r"^\[[^\]]*\]\s*", "", ln) for ln in iommu.splitlines()], "")
-    nic = dict(re.findall(r"(\w+)=(\S*)", s.get("nic", "")))
-    if nic.get("name"):
-        entry = {"name": nic["name"],
-                 "queues": int(nic["queues"]) if nic.get("queues", "").isdigit() else None,
-                 "numa_node": int(nic["numa_node"]) if re.fullmatch(r"-?\d+", nic.get("numa_node", "")) else None}
-        facts["nic"] = entry
-        notes = []
-        if entry["queues"] is None:
-            notes.append("queue count unknown (" + ("ethtool missing" if nic.get("no_ethtool") else
-                                                   "the driver reports no channel settings") + ")")
-        if entry["numa_node"] is None or entry["numa_node"] < 0:
-            notes.append("NUMA node unknown (virtual NIC or single-node host)")
-        if notes:
-            missing["nic"] = "; ".join(notes)
-    else:
-        put("nic", None, "no default route: loopback only")
+    facts["nic"], why = _nic(s.get("nic", ""))
+    if why:
+        missing["nic"] = why
+    pages = parse_hugepages(s.get("hugepages", ""))
+    if pages.size_kb:             # not a FACT_KEY: the huge page size the JVM step's reservation is sized by
+        facts["hugepages"] = {"size_kb": pages.size_kb, "total": pages.total, "free": pages.free}
     put("os", s.get("os"), "/etc/os-release unreadable")
     put("java_version", s.get("java_version") if "version" in s.get("java_version", "") else None,
         "no java on this host" if role == "server" else "not needed on a client")
@@ -104,6 +174,24 @@ def gather_facts(host: Host, tomcat_version: str | None = None, load_generator: 
     lim = dict(re.findall(r"(soft|hard)=(\S+)", s.get("nofile_limit", "")))
     put("nofile_limit", {"soft": lim.get("soft"), "hard": lim.get("hard")} if lim else None, "ulimit failed")
     return facts, missing
+
+
+def _nic(section: str) -> tuple[dict | None, str]:
+    """The NIC of the default route: name, channel kind and current queue count, NUMA node; and
+    what is unknown about it."""
+    nic = dict(re.findall(r"(\w+)=(\S*)", section))
+    if not nic.get("name"):
+        return None, "no default route: loopback only"
+    channels = parse_channels(section)
+    entry = {"name": nic["name"], "channels": channels.kind, "queues": channels.queues,
+             "numa_node": int(nic["numa_node"]) if re.fullmatch(r"-?\d+", nic.get("numa_node", "")) else None}
+    notes = []
+    if entry["queues"] is None:
+        notes.append("queue count unknown (" + ("ethtool missing" if nic.get("no_ethtool") else
+                                               "the driver reports no channel settings") + ")")
+    if entry["numa_node"] is None or entry["numa_node"] < 0:
+        notes.append("NUMA node unknown (virtual NIC or single-node host)")
+    return entry, "; ".join(notes)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Safe host changes: preflight, the original state, restore, and the run lock.
 
-Disruptive blocks (CPUs offline/online, NIC queue count, GRUB IOMMU parameters with a
-reboot) run only when the run was started with ``apply`` (a reboot also needs
+Disruptive blocks (CPUs offline/online, NIC queue count, huge pages, GRUB IOMMU parameters
+with a reboot) run only when the run was started with ``apply`` (a reboot also needs
 ``allow_reboot``); otherwise they are dry-run: recorded with their exact text and the
 step's variant is skipped with the reason. Before the first change the host's original
 state is saved on the host (``~/.tunepath/original-state.json``); :func:`restore` puts
@@ -19,25 +19,29 @@ import os
 import platform
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.live.facts import SBIN_PATH, channels_command, current_queues_command, parse_channels
 from tunepath.live.hosts import Host
-from tunepath.model.context import cpu_ranges, parse_cpu_list
+from tunepath.model.context import brace_ranges, cpu_ranges, parse_cpu_list
 from tunepath.model.plan import Block
 from tunepath.model.shell import heredoc, number, path, quote
 
 GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"   # the IOMMU steps' kernel parameters
 
-__all__ = ["boot_id", "STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
+__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
            "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock", "read_lock",
-           "dead_owner", "clear_lock_command", "wait_for_reboot", "REBOOT_BLOCKS"]
+           "dead_owner", "clear_lock_command", "local_boot_id", "REBOOT_BLOCKS", "HUGEPAGE_BLOCKS",
+           "OriginalState", "release_hugepages", "current_queues_command"]
 
 STATE_DIR = "~/.tunepath"
 STATE_FILE = f"{STATE_DIR}/original-state.json"
 LOCK_DIR = f"{STATE_DIR}/lock"
 REBOOT_BLOCKS = {"iommu-strict", "iommu-passthrough"}
+HUGEPAGE_BLOCKS = {"reserve-hugepages"}
+NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 
 
 @dataclass
@@ -46,11 +50,32 @@ class Preflight:
     reason: str = ""
 
 
-def current_queues_command(nic: str) -> str:
-    """Prints the NIC's current number of combined queues (nothing if the driver has none);
-    ``nic`` is one shell word (quoted, or ``"$dev"``)."""
-    return (f"ethtool -l {nic} 2>/dev/null | awk '/Current hardware settings/{{c=1}} "
-            "c && /Combined/{print $2; exit}'")
+@dataclass(frozen=True)
+class OriginalState:
+    """What the disruptive steps change, as the host had it before the first change."""
+
+    cpus_online: str | None = None
+    nic: str | None = None
+    nic_channels: str | None = None      # "combined" or "rx-tx" (a state saved before rx-tx existed: combined)
+    nic_queues: int | None = None        # combined channels, or receive queues
+    nic_tx: int | None = None            # rx-tx: transmit queues
+    nr_hugepages: int | None = None
+    grub_dropin_b64: str | None = None
+    saved: str = ""
+
+    @classmethod
+    def from_dict(cls, data) -> "OriginalState":
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        values = {f.name: data[f.name] for f in fields(cls) if data.get(f.name) is not None}
+        for key, value in values.items():
+            counts = key in ("nic_queues", "nic_tx", "nr_hugepages")
+            if isinstance(value, bool) or not isinstance(value, int if counts else str) or (counts and value < 0):
+                raise ValueError(f"{key} is not {'a whole number' if counts else 'a string'}")
+        if values.setdefault("nic_channels", "combined" if values.get("nic_queues") else None) not in (
+                None, "combined", "rx-tx"):
+            raise ValueError("nic_channels is neither combined nor rx-tx")
+        return cls(**values)
 
 
 def _can_root(host: Host) -> bool:
@@ -64,113 +89,219 @@ def preflight(host: Host, block: Block, facts: dict, same_machine: bool) -> Pref
         return Preflight(False, f"needs root on {host.name}, and sudo is not allowed without a password")
     bid = block.id
     if bid in ("offline-cpus", "move-cpus"):
-        if bid == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
-            return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
-                                    "node to move to")
-        cpus = re.findall(r"cpu\$\{no\}", block.text)
-        if "for no in ;" in block.text or not cpus:
-            return Preflight(False, "no CPU to change")
-        r = host.run("ls /sys/devices/system/cpu/cpu*/online 2>/dev/null | head -1; "
-                     "test -w /sys/devices/system/cpu/cpu1/online && echo writable", check=False, timeout=15)
-        if "writable" not in r.stdout:
-            return Preflight(False, "CPU hotplug is not available (/sys/devices/system/cpu/cpuN/online "
-                                    "is missing or read-only)")
-        offline_lines = [ln for ln in block.text.splitlines() if '"echo 0 >' in ln]
-        if any(re.search(r"for no in (\{0\.\.|0 )", ln) for ln in offline_lines):
-            r0 = host.run("test -w /sys/devices/system/cpu/cpu0/online && echo yes", check=False, timeout=15)
-            if "yes" not in r0.stdout:
-                return Preflight(False, "the plan takes CPU 0 offline, which this host cannot do "
-                                        "(no /sys/devices/system/cpu/cpu0/online)")
-    if bid in ("set-queues", "show-queues"):
-        if same_machine:
-            return Preflight(False, "server and client are one machine: the traffic goes over loopback, "
-                                    "so no NIC queue is in its path")
-        nic = facts.get("nic") or {}
-        if not nic.get("name"):
-            return Preflight(False, "no NIC found (no default route)")
-        if host.run("command -v ethtool", check=False, timeout=15).exited != 0:
-            return Preflight(False, "ethtool is not installed on the server")
-        if nic.get("queues") is None:
-            return Preflight(False, f"{nic['name']} reports no channel settings (ethtool -l)")
+        return _cpus_check(host, block, facts)
+    if bid in ("set-queues", "show-queues", "show-queues-after"):
+        return _queues_check(host, block, facts, same_machine)
     if bid in ("numa-topology", "nic-node") and (facts.get("numa_nodes") or 1) < 2:
         return Preflight(False, "single NUMA node: nothing to place")
+    if bid in HUGEPAGE_BLOCKS:
+        return _hugepages_check(host, block)
     if bid in REBOOT_BLOCKS:
-        if host.spec.local:
-            return Preflight(False, "the server is the machine running tunepath: it will not reboot itself")
-        r = host.run("command -v update-grub && test -d /etc/default/grub.d && echo ok", check=False, timeout=15)
-        if "ok" not in r.stdout:
-            return Preflight(False, "not a GRUB-booted Debian/Ubuntu host (update-grub or "
-                                    "/etc/default/grub.d missing)")
+        return _reboot_check(host)
     return Preflight(True)
 
 
-def save_original_state(host: Host, facts: dict) -> dict:
+def _cpus_check(host: Host, block: Block, facts: dict) -> Preflight:
+    """Every CPU the block brings online or takes offline has a writable sysfs ``online`` file (root)."""
+    if block.id == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
+        return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
+                                "node to move to")
+    cpus: set[int] = set()
+    for words in re.findall(r"for no in ([^;]*);", block.text):
+        for m in re.finditer(r"\{(\d+)\.\.(\d+)\}|(\d+)", words):
+            cpus.update(range(int(m.group(1) or m.group(3)), int(m.group(2) or m.group(3)) + 1))
+    if not cpus:
+        return Preflight(False, "no CPU to change")
+    r = host.run(f"for no in {brace_ranges(cpus)}; do test -w /sys/devices/system/cpu/cpu$no/online || echo $no; "
+                 "done", sudo=True, check=False, timeout=30)
+    fixed = sorted(int(c) for c in re.findall(r"^(\d+)$", r.stdout, re.M)) if r.exited == 0 else sorted(cpus)
+    if fixed:
+        zero = " (CPU 0 is not hot-pluggable on most hosts)" if 0 in fixed else ""
+        return Preflight(False, f"CPU hotplug is not available for CPU {cpu_ranges(fixed)} on {host.name}: "
+                                f"/sys/devices/system/cpu/cpuN/online is missing or read-only{zero}")
+    return Preflight(True)
+
+
+def _queues_check(host: Host, block: Block, facts: dict, same_machine: bool) -> Preflight:
+    """The NIC is in the load's path, ethtool is there, and the driver takes the block's settings."""
+    if same_machine:
+        return Preflight(False, "server and client are one machine: the traffic goes over loopback, "
+                                "so no NIC queue is in its path")
+    nic = facts.get("nic") or {}
+    name = nic.get("name")
+    if not name:
+        return Preflight(False, "no NIC found (no default route)")
+    if host.run(f"{SBIN_PATH} command -v ethtool", check=False, timeout=15).exited != 0:
+        return Preflight(False, f"ethtool is not installed on {host.name}")
+    if nic.get("queues") is None:
+        return Preflight(False, f"{name} reports no channel settings (ethtool -l {name})")
+    asked = re.search(r"ethtool -L \S+ (combined|rx) (\d+)", block.text)
+    if not asked:
+        return Preflight(True)
+    now = parse_channels(host.run(channels_command(quote(name, "nic")), check=False, timeout=15).stdout)
+    kind, n, has = ("combined" if asked.group(1) == "combined" else "rx-tx"), int(asked.group(2)), \
+        now.kind or nic.get("channels")
+    if has and kind != has:
+        return Preflight(False, f"{name} on {host.name} has {has} channels and the plan sets {kind} ones (the "
+                                f"host context's nic_channels): `{block.text}` would fail")
+    most = now.maximum(kind)
+    if most is not None and n > most:
+        return Preflight(False, f"{name} on {host.name} allows at most {most} queues (ethtool -l); the plan "
+                                f"asks for {n}")
+    return Preflight(True)
+
+
+def _hugepages_check(host: Host, block: Block) -> Preflight:
+    """The pool is writable, and the reservation leaves at least as much memory as it takes."""
+    asked = re.search(r"vm\.nr_hugepages=(\d+)", block.text)
+    r = host.run(f"test -w {NR_HUGEPAGES} && echo writable; grep -E '^(MemAvailable|Hugepagesize):' /proc/meminfo",
+                 sudo=True, check=False, timeout=15)
+    info = dict(re.findall(r"^(\w+):\s+(\d+)", r.stdout, re.M))
+    if "writable" not in r.stdout or "Hugepagesize" not in info:
+        return Preflight(False, f"huge pages cannot be reserved on {host.name} ({NR_HUGEPAGES} is read-only or "
+                                "the kernel has no hugetlbfs)")
+    want_mb = int(asked.group(1)) * int(info["Hugepagesize"]) // 1024 if asked else 0
+    have_mb = int(info.get("MemAvailable", 0)) // 1024
+    if want_mb * 2 > have_mb:
+        return Preflight(False, f"reserving {want_mb} MB of huge pages on {host.name} would leave less than that "
+                                f"for everything else ({have_mb} MB available)")
+    return Preflight(True)
+
+
+def _reboot_check(host: Host) -> Preflight:
+    if host.spec.local:
+        return Preflight(False, "the server is the machine running tunepath: it will not reboot itself")
+    here = local_boot_id()
+    if here and host.run("cat /proc/sys/kernel/random/boot_id", check=False, timeout=15).stdout.strip() == here:
+        return Preflight(False, f"{host.name} runs on the kernel of the machine running tunepath (the same boot "
+                                "id: a network namespace or a container); rebooting it would reboot this machine")
+    if "ok" not in host.run(f"{SBIN_PATH} command -v update-grub && test -d /etc/default/grub.d && echo ok",
+                            check=False, timeout=15).stdout:
+        return Preflight(False, "not a GRUB-booted Debian/Ubuntu host (update-grub or "
+                                "/etc/default/grub.d missing)")
+    return Preflight(True)
+def save_original_state(host: Host, facts: dict) -> OriginalState:
     """Record the state disruptive steps change, once per host (an older record is kept)."""
     existing = load_original_state(host)
     if existing:
         return existing
     nic = (facts.get("nic") or {}).get("name")
     script = ("echo online=$(cat /sys/devices/system/cpu/online); "
+              f"echo hugepages=$(cat {NR_HUGEPAGES} 2>/dev/null); "
               f"test -f {GRUB_DROP_IN} && echo grub_dropin=$(base64 -w0 {GRUB_DROP_IN}); "
               "echo cmdline=$(cat /proc/cmdline | base64 -w0)")
     if nic:
-        script += f"; echo queues=$({current_queues_command(quote(nic, 'nic'))})"
+        script += f"; echo channels=$({channels_command(quote(nic, 'nic'))})"
     out = dict(re.findall(r"^(\w+)=(.*)$", host.run(script, check=False, timeout=30).stdout, re.M))
-    state = {"cpus_online": out.get("online"), "nic": nic,
-             "nic_queues": int(out["queues"]) if out.get("queues", "").isdigit() else None,
-             "grub_dropin_b64": out.get("grub_dropin"), "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    write = heredoc(quote(STATE_FILE + ".tmp"), json.dumps(state) + "\n")
+    channels = parse_channels(out.get("channels", ""))
+    state = OriginalState(cpus_online=out.get("online") or None, nic=nic, nic_channels=channels.kind,
+                          nic_queues=channels.queues, nic_tx=channels.tx if channels.kind == "rx-tx" else None,
+                          nr_hugepages=int(out["hugepages"]) if out.get("hugepages", "").isdigit() else None,
+                          grub_dropin_b64=out.get("grub_dropin"), saved=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    write = heredoc(quote(STATE_FILE + ".tmp"), json.dumps(asdict(state)) + "\n")
     host.run(f"mkdir -p {quote(STATE_DIR)} && {write}\nmv {quote(STATE_FILE + '.tmp')} {quote(STATE_FILE)}",
              timeout=30)
     return state
 
 
-def load_original_state(host: Host) -> dict | None:
+def load_original_state(host: Host) -> OriginalState | None:
     r = host.run(f"cat {quote(STATE_FILE)} 2>/dev/null", check=False, timeout=15)
     try:
-        return json.loads(r.stdout) if r.stdout.strip() else None
-    except json.JSONDecodeError:
-        raise TunepathError(f"on {host.name}: {STATE_FILE} is damaged; inspect it before restoring by hand")
+        return OriginalState.from_dict(json.loads(r.stdout)) if r.stdout.strip() else None
+    except (ValueError, TypeError) as exc:
+        raise TunepathError(f"on {host.name}: {STATE_FILE} is damaged ({exc}); inspect it (cat {STATE_FILE}) "
+                            "before restoring by hand") from None
 
 
 def restore(host: Host, forget: bool = False) -> list[str]:
-    """Return the host to its saved original state; the list says what was done."""
+    """The host back to its saved original state (CPUs, NIC queues, huge pages, GRUB), every part tried even
+    when another fails; one line per change, naming host and command ([] when nothing differs: a second call).
+    ``forget`` removes the saved state once everything is back."""
     state = load_original_state(host)
     if not state:
         return []
-    done = []
-    want = set(parse_cpu_list(state["cpus_online"])) if state.get("cpus_online") else None
-    if want is not None:
-        now = set(parse_cpu_list(host.run("cat /sys/devices/system/cpu/online", timeout=15).stdout.strip()))
-        on, off = sorted(want - now), sorted(now - want - {0})
-        cmds = [f"echo 1 > /sys/devices/system/cpu/cpu{c}/online" for c in on]
-        cmds += [f"echo 0 > /sys/devices/system/cpu/cpu{c}/online" for c in off]
-        if cmds:
-            host.run("; ".join(cmds), sudo=True, timeout=120)
-            done.append(f"CPUs online again: {cpu_ranges(want)}")
-    if state.get("nic") and state.get("nic_queues") and host.run(
-            f"test -e {path('/sys/class/net', state['nic'], what='saved nic')}", check=False, timeout=15).exited == 0:
-        nic = quote(state["nic"], "saved nic")
-        r = host.run(current_queues_command(nic), check=False, timeout=15)
-        if r.stdout.strip().isdigit() and int(r.stdout.strip()) != state["nic_queues"]:
-            host.run(f"ethtool -L {nic} combined {number(state['nic_queues'], 'saved nic_queues')}", sudo=True,
-                     timeout=60)
-            done.append(f"{state['nic']}: {state['nic_queues']} combined queues again")
-    current = host.run(f"test -f {GRUB_DROP_IN} && base64 -w0 {GRUB_DROP_IN}", check=False, timeout=15).stdout.strip()
-    original = state.get("grub_dropin_b64") or ""
-    if current != original:
-        if original:
-            host.run(f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub",
-                     sudo=True, timeout=300)
-        else:
-            host.run(f"rm -f {GRUB_DROP_IN} && update-grub", sudo=True, timeout=300)
-        done.append("GRUB IOMMU settings restored (takes effect at the next reboot)")
+    done, problems = [], []
+    for part in (_restore_cpus, _restore_queues, _restore_hugepages, _restore_grub):
+        try:
+            change = part(host, state)
+        except TunepathError as exc:
+            problems.append(str(exc))
+            continue
+        if change:
+            done.append(f"{change[0]} on {host.name} (`{change[1]}`)")
+    if problems:
+        raise TunepathError("; ".join(problems) + f"; the saved state stays in {STATE_FILE}: rerun `tunepath restore`")
     if forget:
         host.run(f"rm -f {quote(STATE_FILE)}", check=False, timeout=15)
     return done
 
 
-def _local_boot_id() -> str | None:
+def release_hugepages(host: Host) -> tuple[str, str] | None:
+    """The huge page pool back to its saved size: (what was done, the command), or None."""
+    state = load_original_state(host)
+    return _restore_hugepages(host, state) if state else None
+
+
+def _restore_cpus(host: Host, state: OriginalState) -> tuple[str, str] | None:
+    if not state.cpus_online:
+        return None
+    want = set(parse_cpu_list(state.cpus_online))
+    now = set(parse_cpu_list(host.run("cat /sys/devices/system/cpu/online", timeout=15).stdout.strip()))
+    on, off = sorted(want - now), sorted(now - want - {0})
+    cmds = [f"for no in {brace_ranges(on)}; do echo 1 > /sys/devices/system/cpu/cpu$no/online; done"] if on else []
+    cmds += [f"for no in {brace_ranges(off)}; do echo 0 > /sys/devices/system/cpu/cpu$no/online; done"] if off else []
+    if not cmds:
+        return None
+    host.run("; ".join(cmds), sudo=True, timeout=120)
+    return f"CPUs {cpu_ranges(want)} online", "; ".join(cmds)
+
+
+def _restore_queues(host: Host, state: OriginalState) -> tuple[str, str] | None:
+    if not (state.nic and state.nic_queues) or host.run(
+            f"test -e {path('/sys/class/net', state.nic, what='saved nic')}", check=False, timeout=15).exited != 0:
+        return None
+    nic = quote(state.nic, "saved nic")
+    now = parse_channels(host.run(channels_command(nic), check=False, timeout=15).stdout)
+    n = number(state.nic_queues, "saved nic_queues")
+    if state.nic_channels == "rx-tx":
+        tx = number(state.nic_tx or state.nic_queues, "saved nic_tx")
+        if now.rx is None or (now.rx, now.tx) == (int(n), int(tx)):
+            return None
+        args = f"rx {n} tx {tx}"
+    else:
+        if now.combined is None or now.combined == int(n):
+            return None
+        args = f"combined {n}"
+    command = f"ethtool -L {nic} {args}"
+    host.run(command, sudo=True, timeout=60)
+    return f"{state.nic}: {args} queues again", command
+
+
+def _restore_hugepages(host: Host, state: OriginalState) -> tuple[str, str] | None:
+    if state.nr_hugepages is None:
+        return None
+    now = host.run(f"cat {NR_HUGEPAGES}", check=False, timeout=15).stdout.strip()
+    if not now.isdigit() or int(now) == state.nr_hugepages:
+        return None
+    command = f"sysctl -w vm.nr_hugepages={number(state.nr_hugepages, 'saved nr_hugepages')}"
+    host.run(command, sudo=True, timeout=120)
+    return f"huge pages released: {state.nr_hugepages} reserved again (were {now})", command
+
+
+def _restore_grub(host: Host, state: OriginalState) -> tuple[str, str] | None:
+    current = host.run(f"test -f {GRUB_DROP_IN} && base64 -w0 {GRUB_DROP_IN}", check=False, timeout=15).stdout.strip()
+    original = state.grub_dropin_b64 or ""
+    if current == original:
+        return None
+    if original:
+        command = f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub"
+    else:
+        command = f"rm -f {GRUB_DROP_IN} && update-grub"
+    host.run(command, sudo=True, timeout=300)
+    return "GRUB IOMMU settings restored (takes effect at the next reboot)", command
+
+
+def local_boot_id() -> str | None:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip() or None
     except OSError:
@@ -205,7 +336,7 @@ def dead_owner(owner: dict) -> str | None:
     """Why the lock's owner is known to be dead, or None: alive, or on another machine (unknown)."""
     if not owner or owner.get("host") != platform.node():
         return None
-    booted = _local_boot_id()
+    booted = local_boot_id()
     if owner.get("boot_id") and booted and owner["boot_id"] != booted:
         return f"{owner['host']} has rebooted since the lock was taken"
     pid = owner.get("pid")
@@ -232,7 +363,7 @@ def _describe(owner: dict) -> str:
 
 def acquire_lock(host: Host, run_id: str, hosts_file: str | None = None) -> None:
     """Take the server's run lock for ``run_id``, recording this process as its owner."""
-    info = json.dumps({"run_id": run_id, "pid": os.getpid(), "host": platform.node(), "boot_id": _local_boot_id(),
+    info = json.dumps({"run_id": run_id, "pid": os.getpid(), "host": platform.node(), "boot_id": local_boot_id(),
                        "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     lock = quote(LOCK_DIR)
     r = host.run(f"mkdir -p {quote(STATE_DIR)} && mkdir {lock} 2>/dev/null || exit 3; "
@@ -267,34 +398,3 @@ def release_lock(host: Host, run_id: str) -> None:
     owner = quote(LOCK_DIR + "/owner")
     mine = quote(json.dumps({"run_id": run_id})[1:-1])        # '"run_id": "<id>"', as json.dumps writes it
     host.run(f"grep -qF -- {mine} {owner} 2>/dev/null && rm -rf {quote(LOCK_DIR)}", check=False, timeout=15)
-
-
-def boot_id(host: Host) -> str:
-    return host.run("cat /proc/sys/kernel/random/boot_id", timeout=15).stdout.strip()
-
-
-def wait_for_reboot(connect, expect_in_cmdline: list[str], old_boot_id: str, timeout: float = 900) -> str:
-    """Reconnect until the host has booted anew (its boot id changed), then check the kernel
-    command line; returns it."""
-    deadline = time.monotonic() + timeout
-    time.sleep(10)
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            with connect() as host:
-                if boot_id(host) == old_boot_id:
-                    last = "still the old boot"
-                    time.sleep(5)
-                    continue
-                cmdline = host.run("cat /proc/cmdline", timeout=15).stdout.strip()
-                missing = [p for p in expect_in_cmdline if p not in cmdline.split()]
-                if missing:
-                    raise TunepathError(f"on {host.name}: after the reboot the kernel command line lacks "
-                                        f"{' '.join(missing)}: {cmdline}")
-                return cmdline
-        except TunepathError as exc:
-            if "command line lacks" in str(exc):
-                raise
-            last = str(exc)
-            time.sleep(5)
-    raise TunepathError(f"the server did not come back within {timeout:g} s after the reboot ({last})")

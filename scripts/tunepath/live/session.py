@@ -222,6 +222,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         server_address=server_address(inventory), port=options.http_port,
         total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(keep),
         numa_cpus=tuple(numa_cpus or keep), nic=nic.get("name") or "${net}", nic_queues=n,
+        nic_channels=nic.get("channels") or "combined",
+        hugepage_kb=(facts.get("hugepages") or {}).get("size_kb") or 2048,
         load_generator=tool.binary.rsplit("/", 1)[-1], threads=threads,
         connections=max(threads, round(profile.connections * scale)), rate=max(1, round(profile.rate * scale)),
         duration_s=profile.duration_s, smoke_threads=1, smoke_connections=smoke.connections,

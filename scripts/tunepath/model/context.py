@@ -13,10 +13,11 @@ from typing import Iterable
 from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port, quote
 
-__all__ = ["HostContext", "BENCH_PATH", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
+__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
 MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
+NIC_CHANNELS = ("combined", "rx-tx")
 
 
 def _check_type(key: str, value, default) -> None:
@@ -34,6 +35,10 @@ def _check_type(key: str, value, default) -> None:
         wanted = "a CPU list such as '0-7,96'" if key.endswith("_cpus") else "a list of whole numbers"
     else:
         ok, wanted = isinstance(value, str) or (value is None and default is None), "a string"
+    if ok and key == "nic_channels" and value not in NIC_CHANNELS:
+        ok, wanted = False, "combined or rx-tx"
+    if ok and key == "hugepage_kb" and value < 4:
+        ok, wanted = False, "a huge page size in kB (2048 on most hosts)"
     if not ok:
         raise TunepathError(f"host context {key}: {value!r} is not {wanted}")
 
@@ -53,6 +58,8 @@ class HostContext:
     numa_cpus: tuple[int, ...] = tuple(range(96, 104))
     nic: str = "${net}"
     nic_queues: int = 8
+    nic_channels: str = "combined"   # how `ethtool -L` sets the count: "combined", or "rx-tx" (veth and others)
+    hugepage_kb: int = 2048       # the kernel's huge page size (Hugepagesize in /proc/meminfo)
     nofile: int = 65535
     load_generator: str = "wrk"   # the binary's name: wrk2 installs itself as `wrk`
     threads: int = 128
@@ -72,6 +79,10 @@ class HostContext:
     sweep_threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 200)   # maxThreads values of the thread sweep
     sweep_rates: tuple[int, ...] = ()   # offered rates of the rate sweep; () derives them from `rate`
     sweep_warmup_rate: int = 0          # the rate sweep's warm-up rate; 0: a tenth of `rate`
+
+    def __post_init__(self):
+        for key in ("nic_channels", "hugepage_kb"):
+            _check_type(key, getattr(self, key), getattr(type(self), key))
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostContext":

@@ -35,6 +35,13 @@ class Baseline(Step):
     # the baseline still measures on a host whose IOMMU or CPU count cannot be aligned: the page says so
     optional_blocks = frozenset({"iommu-strict", "offline-cpus"})
 
+    def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
+        """The thread variant's label gives the real count: online CPUs - 1 (7 on the original's 8)."""
+        n = thread_connector(ctx)["maxThreads"]
+        threads = Variant("threads", f"{n} thread{'s' if n != '1' else ''}, keep-alive and connection limits raised",
+                          f"maxThreads = minSpareThreads = {n}, maxKeepAliveRequests 500000, maxConnections 100000")
+        return (*self.variants[:2], threads)
+
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
         configs = {"stock": TomcatConfig(), "access-log-off": TomcatConfig(access_log=False)}
         if variant == "threads":

@@ -127,9 +127,15 @@ def move_cpus(ctx: HostContext) -> Block:
 
 
 def set_queues(ctx: HostContext) -> Block:
-    return Block("set-queues", "server", f"Set {ctx.nic_queues} combined queues on {ctx.nic}",
-                 f"sudo ethtool -L {nic(ctx)} combined {number(ctx.nic_queues, 'nic_queues')}",
-                 disruptive=True)
+    """``ethtool -L``: combined channels (most NICs), or as many receive as transmit queues (a veth
+    and other NICs that report separate RX and TX channels: they refuse ``combined``)."""
+    n = number(ctx.nic_queues, "nic_queues")
+    if ctx.nic_channels == "rx-tx":
+        return Block("set-queues", "server", f"Set {n} receive and {n} transmit queue{'' if n == '1' else 's'} on "
+                     f"{ctx.nic}",
+                     f"sudo ethtool -L {nic(ctx)} rx {n} tx {n}", disruptive=True)
+    return Block("set-queues", "server", f"Set {n} combined queues on {ctx.nic}",
+                 f"sudo ethtool -L {nic(ctx)} combined {n}", disruptive=True)
 
 
 # --- verification commands -------------------------------------------------------------

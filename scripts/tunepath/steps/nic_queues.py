@@ -17,10 +17,16 @@ class NicQueues(Step):
     title = "Match NIC queues to online CPUs"
     kind = "tuning"
     why = ("Reduces the NIC's combined queues to the number of online CPUs, so that every queue's interrupts land on a CPU that is actually online.")
+    # the name stays "queues-8" (the original's 8 CPUs) in every run; label and description give the real count
     variants = (Variant("queues-8", "8 NIC queues", "ethtool -L combined 8"),)
     verifications = ("ethtool-l",)
-    probes = ("show-queues",)
+    probes = ("show-queues", "show-queues-after")
     disruptive_needs = {"queues-8": ("set-queues",)}
+
+    def variants_for(self, ctx: HostContext) -> tuple[Variant, ...]:
+        n = ctx.nic_queues
+        how = f"rx {n} tx {n}" if ctx.nic_channels == "rx-tx" else f"combined {n}"
+        return (Variant("queues-8", f"{n} NIC queue{'s' if n != 1 else ''}", f"ethtool -L {how}"),)
 
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
         return tuned(ctx) if variant == "queues-8" else super().config(variant, ctx)
@@ -29,6 +35,8 @@ class NicQueues(Step):
         return [
             Block("show-queues", "server", f"Show the queue counts of {ctx.nic}", f"ethtool -l {nic(ctx)}"),
             set_queues(ctx),
+            Block("show-queues-after", "server", f"Show the queue counts of {ctx.nic} after the change",
+                  f"ethtool -l {nic(ctx)}"),
             restart(ctx),
             *load_blocks(ctx),
         ]
