@@ -270,7 +270,7 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("parse", help="parse a wrk/wrk2 report into JSON")
     sp.add_argument("file", help="the report (stdout of wrk or wrk2); - for stdin")
     sp.add_argument("--compact", action="store_true", help="one line of JSON")
-    sp.add_argument("--tool", choices=["wrk2", "wrk", "ab", "jmeter"], default=None,
+    sp.add_argument("--tool", choices=["wrk2", "wrk", "ab", "jmeter", "siege"], default=None,
                     help="the tool that printed it (default: recognised from the text)")
     sp.set_defaults(func=_cmd_parse)
 

@@ -53,13 +53,16 @@ _AB_DURATION = re.compile(r"(?:^|\s)-t\s+(\d+)\b")
 
 
 def requested_duration(command: str, tool: str | None) -> float | None:
-    """The duration a load command asked for, in seconds (wrk/wrk2 ``-d``, ab ``-t``)."""
+    """The duration a load command asked for, in seconds (wrk/wrk2 ``-d``, ab ``-t``, siege ``-t NS``)."""
     if tool == "ab":
         m = _AB_DURATION.search(command or "")
         return float(m.group(1)) if m else None
     if tool == "jmeter":
         m = re.search(r"-Jduration=(\d+)", command or "")
         return float(m.group(1)) if m else None
+    if tool == "siege":   # `-t NS` ends between N - 1 and N seconds: the middle of that second
+        m = re.search(r"-t\s*(\d+)S\b", command or "")
+        return float(m.group(1)) - 0.5 if m else None
     m = _DURATION.search(command or "")
     if not m:
         return None

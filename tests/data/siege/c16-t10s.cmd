@@ -1,0 +1,3 @@
+# siege -R siegerc -b -c 16 -t 10S http://127.0.0.1:18980/examples/servlets/servlet/HelloWorldExample > c16-t10s.out 2>&1
+# Tomcat 11.0.10 (stock server.xml), siegerc as in README.md
+# exit status: 0
