@@ -303,11 +303,12 @@ class SSHHost(Host):
         limit = max(1, int(timeout + 0.999))
         # a non-interactive SSH session of a plain user on Debian has no /usr/sbin in its PATH,
         # where ethtool and sysctl live: the pages' commands must run there as a reader types them
-        remote = f"timeout --kill-after={KILL_GRACE}s {limit}s bash -c {shlex.quote(command)}"
-        if pidfile:   # timeout makes itself a process-group leader; exec keeps this shell's pid
+        # (one simple command, so the login shell execs it: the command's parent stays sshd)
+        remote = (f'env PATH="$PATH:/usr/sbin:/sbin" timeout --kill-after={KILL_GRACE}s {limit}s '
+                  f"bash -c {shlex.quote(command)}")
+        if pidfile:   # timeout makes itself a process-group leader; exec (and env's) keep this shell's pid
             from tunepath.model.shell import quote
             remote = f"echo $$ > {quote(pidfile, 'pid file')}; exec {remote}"
-        remote = f'export PATH="$PATH:/usr/sbin:/sbin"; {remote}'
         start = time.monotonic()
         try:
             res = self.conn.run(remote, hide=True, warn=True, in_stream=False, timeout=limit + KILL_GRACE + 10)
