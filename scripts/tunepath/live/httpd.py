@@ -48,16 +48,17 @@ def _directive(value: str, what: str) -> str:
 
 
 def listen_address(server_address: str | None) -> str | None:
-    """Where the private httpd listens: ``127.0.0.1`` for a loopback (or no) address, the address
-    itself when it is another IP address (the clients reach the server there), and None (every
-    address) for a host name or the pages' ``${tomcat_ip}``, which httpd cannot be told to bind."""
+    """Where the private httpd listens: ``127.0.0.1`` when the clients reach the server over
+    loopback (or no address is known), else None: every address, as Tomcat's own HTTP connector
+    does. Never the address itself: a run records its commands with host names masked, and a page
+    renders them again from the masked context, so the rule must give one text for both."""
     if not server_address or server_address == "localhost":
         return "127.0.0.1"
     try:
         ip = ipaddress.ip_address(server_address.strip("[]"))
     except ValueError:
         return None
-    return "127.0.0.1" if ip.is_loopback else str(ip)
+    return "127.0.0.1" if ip.is_loopback else None
 
 
 def _listen(address: str | None, listen_port: int) -> str:

@@ -173,15 +173,16 @@ def jmeter_too_old(client) -> list[str]:
 
 
 def upload(session, text: str, target: str) -> None:
-    """A file the step writes onto the client (the JMeter plan, siege's settings), through Fabric
-    (or a copy on this machine)."""
+    """A file the step writes onto every client (the JMeter plan, siege's settings: siege runs on
+    all of them at once), through Fabric (or a copy on this machine)."""
     fd, name = tempfile.mkstemp(suffix=".tunepath")
     local = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
-        session.client.run("mkdir -p ~/.tunepath", timeout=15)
-        session.client.put(local, target)
+        for client in session.clients:
+            client.run("mkdir -p ~/.tunepath", timeout=15)
+            client.put(local, target)
     finally:
         local.unlink(missing_ok=True)
 
