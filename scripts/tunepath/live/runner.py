@@ -6,15 +6,23 @@ key writes nothing), takes the server's lock, records host facts, then executes 
 notebook with Papermill in ``mode="live"``: the notebook gets the run id, the profile and
 the apply flags, never the run's paths, URLs or inventory (those stay in a 0600 side file
 beside the run). Executed notebooks are kept inside the run, masked like the rest of it.
-If a step fails or the run is interrupted, the runner ends what was started (load
-generator, Tomcat), restores ``server.xml`` and the host's changed state, records the run
-as failed with the error, releases the lock, and leaves the published site untouched.
-Only a run that completes triggers the site rebuild.
+If a step fails or the run is interrupted, the runner ends what was started (a step's kernel
+that outlives its notebook, commands the dead step left running on the server, load
+generators, httpd, Tomcat), restores ``server.xml``, ``setenv.sh`` and the host's changed
+state, records the run as failed with the error, releases the lock, and leaves the published
+site untouched. A server that drops out meanwhile (sshd restarting, a link down) is tried
+again for :data:`RECONNECT_S` seconds. A Ctrl-C while the server is being put back waits until
+that is done (a second one stops at once). What the restore did is noted in the run, on the
+pages of the steps that changed the host. Only a run that completes triggers the site rebuild.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
@@ -25,6 +33,11 @@ from tunepath.steps import REGISTRY
 __all__ = ["run_path", "check_run", "select_steps", "abort_run", "restore_host", "LIVE_STEPS"]
 
 LIVE_STEPS = [s.name for s in REGISTRY.live_steps()]   # the others only read runs: the rebuild makes them
+RECONNECT_S = 60        # how long putting the server back keeps trying to reach it
+# a remote command's wrapper (live/hosts.SSHHost) whose parent is no sshd lost its session: a dead run's
+STRAY_COMMANDS = ("for p in $(pgrep -u \"$(id -u)\" -f '^timeout --kill-after=[0-9]+s [0-9]+s bash -c'); do "
+                  "case \"$(ps -o comm= -p \"$(ps -o ppid= -p \"$p\" | tr -d ' ')\" 2>/dev/null)\" in sshd*) continue;; "
+                  "esac; kill -TERM -- -\"$p\" 2>/dev/null && echo \"$p\"; done")
 
 
 def _execute_notebook(step, recorder, runs_dir: Path, options, notebooks_dir: Path) -> Path:
@@ -121,6 +134,7 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
     progress(f"run {run_id}: server {inventory.server.label}, client(s) "
              f"{', '.join(c.label for c in inventory.clients)}, profile {options.profile}"
              f"{', apply' if options.apply else ', dry-run for disruptive steps'}")
+    held, step = HeldInterrupts(), None
     try:
         for i, step in enumerate(chosen, 1):
             t0 = time.monotonic()
@@ -129,106 +143,256 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
                      + (f", about {done / (i - 1) * (len(names) - i + 1):.0f} s left)" if i > 1 else ")"))
             _execute_notebook(step, recorder, runs_dir, options, project / "notebooks")
             progress(f"[{i}/{len(names)}] {step.name}: done in {time.monotonic() - t0:.0f} s")
+        held.hold()               # from here on the server is put back: a Ctrl-C waits for it
     except BaseException as exc:
+        held.hold()
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        path = abort_run(runs_dir, run_id, options, reason)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        try:
+            path = abort_run(runs_dir, run_id, options, reason, step.name if step else None)
+        finally:
+            held.release(raise_pending=False)
+        if isinstance(exc, KeyboardInterrupt) or held.pending:     # a Ctrl-C held during the clean-up too
+            raise exc if isinstance(exc, KeyboardInterrupt) else KeyboardInterrupt
         raise TunepathError(f"{reason}. The run is recorded as failed in {path}; the published site is "
                             "unchanged") from None
-    final = _resume(runs_dir, run_id, options)
     try:
-        _finish_ok(final, options)
-    except TunepathError as exc:
-        final.warn(f"closing the run on the hosts failed: {exc}; run `tunepath restore`")
+        final = _resume(runs_dir, run_id, options)
+        try:
+            note_restore(final, _put_back(options, run_id, failed=False), "When the run ended")
+        except TunepathError as exc:
+            final.warn(f"closing the run on the hosts failed: {exc}; run `tunepath restore`")
+        finally:
+            final.finish()
     finally:
-        final.finish()
+        held.release()            # a Ctrl-C held meanwhile stops here: recorded, restored, not rebuilt
     progress(f"run {run_id}: recorded in {final.final}")
     if build:
         build_site(site_dir=site_dir, runs_dir=runs_dir)
     return final.final
 
 
-def _hosts(options):
-    from tunepath.live.hosts import load_inventory, open_hosts
+class HeldInterrupts:
+    """Ctrl-C while the run puts the server back: the first is held until that is done (a
+    half-restored server is worse than a late exit); a second one stops at once."""
+
+    def __init__(self):
+        self.pending, self.previous = False, None
+
+    def hold(self) -> None:
+        if self.previous is not None or threading.current_thread() is not threading.main_thread():
+            return
+        self.previous = signal.getsignal(signal.SIGINT) or signal.default_int_handler
+        signal.signal(signal.SIGINT, self._held)
+
+    def _held(self, signum, frame) -> None:
+        from tunepath.live.session import progress
+
+        if self.pending:
+            raise KeyboardInterrupt
+        self.pending = True
+        progress("interrupt: the server is being put back; the run stops once that is done (Ctrl-C again "
+                 "stops now: then run `tunepath restore --force`)")
+
+    def release(self, raise_pending: bool = True) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+        if self.pending and raise_pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def _reach(options, patience: float = RECONNECT_S):
+    """``(server, clients)`` of the run's inventory, connected and closed on exit. A host that does
+    not answer (sshd restarting, a link down) is tried again for ``patience`` seconds."""
+    from contextlib import ExitStack
+
+    from tunepath.live.hosts import HostKeyError, connect_all, load_inventory
+    from tunepath.live.session import progress
 
     inventory = load_inventory(options.hosts_file)
-    return inventory, open_hosts(inventory, options.trust_new_hosts)
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            server, clients = connect_all(inventory, options.trust_new_hosts)
+            break
+        except HostKeyError:
+            raise
+        except TunepathError as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            progress(f"the hosts do not answer ({exc}); trying again for {left:.0f} s")
+            time.sleep(min(3.0, left))
+    with ExitStack() as stack:
+        for host in (server, *clients):
+            stack.callback(host.close)
+        yield server, clients
 
 
 def _resume(runs_dir: Path, run_id: str, options):
+    from tunepath.evidence.recorder import RunRecorder
     from tunepath.live.hosts import load_inventory
     from tunepath.live.session import masker_for
-    from tunepath.evidence.recorder import RunRecorder
 
-    return RunRecorder.resume(runs_dir, run_id,
-                              masker=masker_for(load_inventory(options.hosts_file), options, runs_dir, run_id))
+    inventory = load_inventory(options.hosts_file)
+    return RunRecorder.resume(runs_dir, run_id, masker=masker_for(inventory, options, runs_dir, run_id))
 
 
-def _finish_ok(recorder, options) -> None:
-    """The host back to its original state (forgotten once restored) and the lock released."""
-    from tunepath.live.hoststate import release_lock, restore
+def note_restore(recorder, lines: list[str], when: str) -> None:
+    """Print and note in the run what putting the server back did, on the pages of the steps that
+    changed the host (e.g. "eth0: 4 queues again" beside the queue counts the NIC step changed)."""
     from tunepath.live.session import progress
 
-    _, hosts = _hosts(options)
-    with hosts as (server, _clients):
-        if options.apply:
-            for line in restore(server, forget=True):
-                progress(f"restored {line}")
-        release_lock(server, recorder.run_id)
+    for line in lines:
+        progress(f"restored {line}")
+    if not lines:
+        return
+    ran = {(b.get("step"), b.get("block")) for b in recorder.record.get("blocks", []) if b.get("outcome") == "ran"}
+    steps = [s.name for s in REGISTRY.steps if any((s.name, b) in ran for b in
+             {b for needs in s.disruptive_needs.values() for b in needs} | set(s.optional_blocks))]
+    note = {"text": f"{when}, the server was put back as the run found it: {'; '.join(lines)}."}
+    if steps:
+        note["steps"] = steps
+    recorder.record.setdefault("notes", []).append(recorder.mask(note))
+    recorder.save()
 
 
-def abort_run(runs_dir: Path, run_id: str, options, reason: str) -> Path:
-    """End what a failed or interrupted run started, restore, record it as failed."""
-    from tunepath.live.hoststate import release_lock, restore
+def _kernels() -> list[int]:
+    """The step kernels this process started and that are still running (Jupyter starts them in
+    their own session: a Ctrl-C reaches this process only)."""
+    me, found = str(os.getpid()), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
+            if fields[1] == me and fields[0] != "Z" and b"ipykernel" in (stat.parent / "cmdline").read_bytes():
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def end_kernels(grace: float = 5.0) -> None:
+    """A step's kernel that outlives its notebook must not go on changing the server while the run
+    puts it back: wait ``grace`` seconds for it to end, then end it."""
+    from tunepath.live.session import progress
+
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        for pid in _kernels() if sig else ():
+            progress(f"a step's kernel (pid {pid}) still runs: ending it ({signal.Signals(sig).name})")
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + (grace if sig is None else 3.0)
+        while _kernels() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not _kernels():
+            return
+
+
+def _end_strays(server) -> list[str]:
+    """Commands a dead step left running on a remote server, whose SSH session is gone (a Tomcat
+    start that would come up after the clean-up, an ``ethtool -L`` landing after the restore)."""
+    if server.spec.local:
+        return []
+    r = server.run(STRAY_COMMANDS, check=False, timeout=30)
+    n = len(r.stdout.split())
+    return [f"{n} command(s) left running by the run ended"] if n else []
+
+
+def _put_back(options, run_id: str, failed: bool = True) -> list[str]:
+    """Stop what the run started (after a failure, first what its dead step left running) and
+    restore the server; if a host drops out on the way, reconnect and start over, for up to
+    ``RECONNECT_S`` seconds. Returns what the restore did."""
     from tunepath.live.actions import cleanup
+    from tunepath.live.hosts import HostKeyError
+    from tunepath.live.hoststate import release_lock, restore
     from tunepath.live.session import expand_home, progress
     from tunepath.live.tomcat import Tomcat
 
+    deadline = time.monotonic() + RECONNECT_S
+    while True:
+        try:
+            with _reach(options, deadline - time.monotonic()) as (server, clients):
+                lines = _end_strays(server) if failed else []
+                try:
+                    cleanup(server, Tomcat(server, expand_home(server, options.tomcat_home),
+                                           port=options.http_port), clients, run_id)
+                finally:
+                    try:
+                        lines += restore(server, forget=True) if options.apply else []
+                    finally:
+                        release_lock(server, run_id)
+                return lines
+        except HostKeyError:
+            raise
+        except TunepathError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            progress(f"putting the server back was cut off ({exc}); starting over")
+            time.sleep(2)
+
+
+def abort_run(runs_dir: Path, run_id: str, options, reason: str, step: str | None = None) -> Path:
+    """End what a failed or interrupted run started, restore, record it as failed (in ``step``)."""
+    from tunepath.live.session import progress
+
     progress(f"run {run_id}: {reason}; cleaning up")
+    end_kernels()
     recorder = _resume(runs_dir, run_id, options)
     try:
-        _, hosts = _hosts(options)
-        with hosts as (server, clients):
-            tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
-            try:
-                cleanup(server, tomcat, clients, run_id)
-            finally:
-                if options.apply:
-                    for line in restore(server, forget=True):
-                        progress(f"restored {line}")
-                release_lock(server, run_id)
+        note_restore(recorder, _put_back(options, run_id), "When the run stopped")
     except TunepathError as exc:
-        recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore`")
+        recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")
+        progress(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")
     if recorder.record.get("status") != "failed":
-        recorder.fail(recorder.record.get("error", {}).get("step") or "run", reason)
+        recorder.fail(recorder.record.get("error", {}).get("step") or step or "run", reason)
     return recorder.finish()
 
 
+def _stop_load(clients) -> list[str]:
+    """Load generators a run left on the clients (every ``~/.tunepath/load-*.pid``), ended."""
+    done = []
+    for client in clients:
+        r = client.run("for f in ~/.tunepath/load-*.pid; do [ -e \"$f\" ] && echo \"$f\"; done", check=False,
+                       timeout=15)
+        if sum(client.kill_group(pidfile) for pidfile in r.stdout.split()):
+            done.append(f"load generator stopped on {client.name}")
+    return done
+
+
 def restore_host(options, force: bool = False) -> list[str]:
-    """``tunepath restore``: the server's original state, server.xml, Tomcat stopped."""
-    from tunepath.live.hoststate import restore
-    from tunepath.live.session import expand_home
+    """``tunepath restore``: commands a dead run left running ended, load generators, httpd and
+    Tomcat stopped, server.xml and setenv.sh restored, the saved original state back, the lock removed."""
+    from tunepath.live.hoststate import LOCK_DIR, read_lock, restore
+    from tunepath.live.httpd import Httpd
+    from tunepath.live.session import expand_home, validate
     from tunepath.live.tomcat import Tomcat
 
-    from tunepath.live.hoststate import LOCK_DIR
-    from tunepath.live.session import validate
-
     validate(options)
-    _, hosts = _hosts(options)
-    with hosts as (server, _clients):
-        owner = server.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()
-        if owner and not force:
-            raise TunepathError(f"on {server.name}: a run holds the lock ({owner}); restoring now would pull "
-                                "the host from under it. If that run died, rerun with --force")
-        if owner:
-            server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
-        done = []
-        tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
-        if tomcat.pid():
-            tomcat.stop()
-            done.append("Tomcat stopped")
-        if tomcat.restore_config():
-            done.append("server.xml restored from its backup")
-        done += restore(server, forget=True)
+    with _reach(options, 0) as (server, clients):
+        held = read_lock(server)
+        if held is not None and not force:
+            owner = server.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()
+            raise TunepathError(f"on {server.name}: a run holds the lock ({owner or 'owner unknown'}); restoring "
+                                "now would pull the host from under it. If that run died, rerun with --force")
+        try:
+            done = _end_strays(server) + _stop_load(clients)
+            httpd = Httpd(server, expand_home(server, "~/.tunepath/httpd"))
+            httpd.stop()
+            httpd.shred_conf()
+            tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
+            if tomcat.pid():
+                tomcat.stop()
+                done.append("Tomcat stopped")
+            if tomcat.restore_config():
+                done.append("server.xml and setenv.sh restored from their backups")
+            done += restore(server, forget=True)
+        finally:
+            if held is not None:
+                server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
+        if held is not None:
+            done.append("the lock of the dead run removed")
         return done

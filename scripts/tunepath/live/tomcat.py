@@ -153,10 +153,17 @@ class Tomcat:
         return version
 
     def open_examples(self) -> None:
-        """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones)."""
+        """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones).
+        The backup it keeps marks the opening: every :meth:`configure` opens it again, since the
+        clean-up after each step (:meth:`restore_config`) puts the original back."""
+        orig = self.file(f"webapps/examples/META-INF/context.xml{BACKUP_SUFFIX}")
+        self.host.run(f"test -f {orig} || cp -p {self.file('webapps/examples/META-INF/context.xml')} {orig}; "
+                      + self._reopen_examples(), timeout=30)
+
+    def _reopen_examples(self) -> str:
+        """Opens the examples webapp to remote clients if the setup step did (its backup exists)."""
         ctx, orig = (self.file(f"webapps/examples/META-INF/context.xml{s}") for s in ("", BACKUP_SUFFIX))
-        self.host.run(f"test -f {orig} || cp -p {ctx} {orig}; "
-                      f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}", timeout=30)
+        return f"{{ [ ! -f {orig} ] || sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}; }}"
 
     # -- configuration -------------------------------------------------------------------
     def backup(self) -> None:
@@ -174,7 +181,8 @@ class Tomcat:
         return self.host.run(f"cat {self.file(f'conf/server.xml{BACKUP_SUFFIX}')}", timeout=30).stdout
 
     def configure(self, config: TomcatConfig) -> str:
-        """Write server.xml (and setenv.sh) for ``config``; returns the server.xml written.
+        """Write server.xml (and setenv.sh) for ``config``, the examples webapp opened to remote
+        clients if the setup step opened it; returns the server.xml written.
 
         The file may hold the AJP secret: it is written 0600 here (``mkstemp``), created empty
         and 0600 on the host before the upload fills it, and moved into place with that mode."""
@@ -189,7 +197,7 @@ class Tomcat:
             self.host.put(local, f"{self.server_xml}.tunepath-new")
         finally:
             local.unlink(missing_ok=True)
-        self.host.run(f"chmod 600 {new} && mv {new} {xml}", timeout=30)
+        self.host.run(f"chmod 600 {new} && mv {new} {xml} && {self._reopen_examples()}", timeout=30)
         self.host.run(setenv_command(self.home, config), timeout=30)
         return text
 

@@ -1,0 +1,249 @@
+"""What the fault harness does as root on this machine: read and repair the lab server's state,
+drive the controller (``tunepath run`` as a subprocess), and inject the faults.
+
+The state is read from outside the lab's SSH on purpose: a fault that cuts SSH must not also blind
+the check. Queue counts come from ``ip netns exec <server namespace> ethtool -l eth0``; the files,
+the lock and the processes from the server user's home and ``/proc``; online CPUs and huge pages
+from this machine (the lab's hosts share its kernel).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from tunepath.faults_report import ServerState
+from tunepath.model.context import parse_cpu_list
+from tunepath.versions import TOMCAT_VERSION
+
+__all__ = ["Probe", "Controller", "inject", "machine_state", "put_machine_back"]
+
+CPU_ONLINE = Path("/sys/devices/system/cpu/online")
+HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
+FILES = (("server_xml", "conf/server.xml"), ("setenv_sh", "bin/setenv.sh"),
+         ("context_xml", "webapps/examples/META-INF/context.xml"))
+LOAD_TOOLS = {"wrk", "wrk2", "ab", "siege", "java"}     # JMeter is a java process
+
+
+def _processes(uid: int) -> list[tuple[int, str, bytes]]:
+    """(pid, comm, cmdline) of every process of ``uid``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            out.append((int(entry.name), (entry / "comm").read_text().strip(), (entry / "cmdline").read_bytes()))
+        except OSError:
+            continue
+    return out
+
+
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "absent"
+
+
+def _cpus_online() -> str:
+    return CPU_ONLINE.read_text().strip()
+
+
+def _set_cpus(want: str) -> list[str]:
+    """CPUs online exactly as ``want`` says (CPU 0 is never touched)."""
+    want_set, now = set(parse_cpu_list(want)), set(parse_cpu_list(_cpus_online()))
+    done = []
+    for cpu, value in [(c, "1") for c in sorted(want_set - now)] + [(c, "0") for c in sorted(now - want_set - {0})]:
+        Path(f"/sys/devices/system/cpu/cpu{cpu}/online").write_text(value)
+        done.append(f"CPU {cpu} {'online' if value == '1' else 'offline'}")
+    return done
+
+
+def machine_state() -> dict:
+    return {"cpus_online": _cpus_online(), "hugepages": int(HUGEPAGES.read_text())}
+
+
+def put_machine_back(state: dict) -> list[str]:
+    """This machine's online CPUs and huge pages as :func:`machine_state` found them."""
+    done = _set_cpus(state["cpus_online"])
+    if int(HUGEPAGES.read_text()) != state["hugepages"]:
+        HUGEPAGES.write_text(str(state["hugepages"]))
+        done.append(f"vm.nr_hugepages {state['hugepages']} again (now {HUGEPAGES.read_text().strip()})")
+    return done
+
+
+class Probe:
+    """The lab server's state, read (and repaired) as root."""
+
+    def __init__(self, lab):
+        self.ns = lab.netns("server")
+        self.user = pwd.getpwnam(lab.user("server"))
+        self.home = Path(self.user.pw_dir)
+        self.tomcat_home = self.home / f"apache-tomcat-{TOMCAT_VERSION}"
+        self.client_uids = [pwd.getpwnam(lab.user(r)).pw_uid for r in lab.roles() if r != "server"]
+
+    @property
+    def lock(self) -> Path:
+        return self.home / ".tunepath" / "lock"
+
+    def queues(self) -> str:
+        r = subprocess.run(["ip", "netns", "exec", self.ns, "ethtool", "-l", "eth0"], capture_output=True,
+                           text=True, timeout=15)
+        current = r.stdout.split("Current hardware settings:")[-1]
+        values = dict(re.findall(r"^(RX|TX|Combined):\s*(\S+)", current, re.M))
+        return " ".join(f"{k.lower()} {v}" for k, v in values.items()) or f"unreadable ({r.stderr.strip()})"
+
+    def state(self) -> ServerState:
+        server = _processes(self.user.pw_uid)
+        load = [pid for uid in self.client_uids for pid, comm, _ in _processes(uid) if comm in LOAD_TOOLS]
+        return ServerState(
+            queues=self.queues(), cpus_online=_cpus_online(), hugepages=int(HUGEPAGES.read_text()),
+            **{name: _sha(self.tomcat_home / rel) for name, rel in FILES},
+            tomcat=tuple(pid for pid, _, cmd in server if b"org.apache.catalina" in cmd),
+            httpd=tuple(pid for pid, comm, _ in server if comm in ("apache2", "httpd")),
+            load=tuple(load), lock=self.lock.exists())
+
+    def changed(self, before: ServerState) -> bool:
+        """A host change is applied: CPUs, huge pages or queue counts differ from ``before``."""
+        return (_cpus_online() != before.cpus_online or int(HUGEPAGES.read_text()) != before.hugepages
+                or self.queues() != before.queues)
+
+    def forget_saved_state(self) -> None:
+        (self.home / ".tunepath" / "original-state.json").unlink(missing_ok=True)
+
+    def repair(self, before: ServerState) -> list[str]:
+        """Put the server back as root, whatever tunepath left: what had to be done, one line each."""
+        now, done = self.state(), []
+        for pid in now.tomcat + now.httpd + now.load:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"killed pid {pid}")
+            except ProcessLookupError:
+                pass
+        done += _set_cpus(before.cpus_online)
+        if now.hugepages != before.hugepages:
+            HUGEPAGES.write_text(str(before.hugepages))
+            done.append(f"vm.nr_hugepages {before.hugepages}")
+        if now.queues != before.queues:
+            args = [w for k, v in zip(*[iter(before.queues.split())] * 2) if v.isdigit() for w in (k, v)]
+            subprocess.run(["ip", "netns", "exec", self.ns, "ethtool", "-L", "eth0", *args], timeout=15,
+                           capture_output=True)
+            done.append(f"eth0 {before.queues}")
+        for name, rel in FILES:
+            done += self._repair_file(self.tomcat_home / rel, getattr(before, name))
+        if self.lock.exists():
+            shutil.rmtree(self.lock)
+            done.append("lock removed")
+        self.forget_saved_state()
+        return done
+
+    def _repair_file(self, path: Path, want: str) -> list[str]:
+        if _sha(path) == want:
+            return []
+        if want == "absent":
+            path.unlink()
+            return [f"{path.name} removed"]
+        backup = path.with_name(path.name + ".tunepath-orig")
+        if _sha(backup) != want:
+            return [f"{path.name}: no backup with the original bytes; left as it is"]
+        shutil.copy2(backup, path)
+        os.chown(path, self.user.pw_uid, self.user.pw_gid)
+        return [f"{path.name} copied from its backup"]
+
+
+class Controller:
+    """``tunepath run`` (or any command) as a subprocess in its own session, its output kept."""
+
+    def __init__(self, argv: list[str], cwd: Path):
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     errors="replace", start_new_session=True)
+        self.lines: list[str] = []
+        self.kernels: set[int] = set()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.strip():
+                self.lines.append(line.rstrip())
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def last_line(self) -> str:
+        return self.lines[-1][:400] if self.lines else ""
+
+    def remember_kernels(self) -> None:
+        """The step kernels the controller runs now (they outlive it if it is killed)."""
+        for pid, _, cmd in _processes(os.getuid()):
+            try:
+                ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == self.proc.pid and b"ipykernel" in cmd:
+                self.kernels.add(pid)
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, limit: float) -> int | None:
+        code, _ = self.finish(limit)
+        return code
+
+    def finish(self, limit: float, sig: int | None = None) -> tuple[int | None, bool]:
+        """(exit status, hung): send ``sig`` if given, wait ``limit`` s, then SIGKILL the group."""
+        if sig is not None and self.running():
+            self.signal(sig)
+            limit = max(limit, 120)
+        try:
+            code, hung = self.proc.wait(timeout=limit), False
+        except subprocess.TimeoutExpired:
+            self.remember_kernels()
+            self.signal(signal.SIGKILL)
+            code, hung = self.proc.wait(), True
+        self.reader.join(timeout=5)
+        return code, hung
+
+    def end_kernels(self, grace: float = 10.0) -> int:
+        """Kernels that outlived the controller: waited for, then killed; how many had to be."""
+        deadline = time.monotonic() + grace
+        alive = lambda: [p for p in self.kernels if Path(f"/proc/{p}").exists()]     # noqa: E731
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = alive()
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(left)
+
+
+def inject(kind: str, lab, ctl: Controller, outage: float) -> float | None:
+    """One fault; returns how long the sshd or the link was down."""
+    ctl.remember_kernels()
+    if kind in ("sigint", "sigkill"):
+        ctl.signal(signal.SIGINT if kind == "sigint" else signal.SIGKILL)
+        return None
+    if kind == "sshd":
+        lab.kill_sshd("server")
+        time.sleep(outage)
+        lab.restart_sshd("server")
+    else:
+        lab.set_link("server", False)
+        time.sleep(outage)
+        lab.set_link("server", True)
+    return round(outage, 2)
