@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tunepath.errors import TunepathError
+
 from conftest import LP_PATH, ROOT
 from htmlscan import scan
 from tunepath.publish import formatting as fmt
@@ -24,6 +26,25 @@ from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, p
 pytestmark = pytest.mark.site
 STEP_PAGES = [s.page for s in STEPS]
 STORE = RunStore(ROOT / "runs")
+
+
+def _weighted_avg(reports) -> float | None:
+    """One client's mean, or several clients' means weighted by their requests (the mean of all)."""
+    if len(reports) == 1:
+        return reports[0].latency_ms.avg
+    pairs = [(r.latency_ms.avg, r.requests) for r in reports if r.latency_ms.avg is not None and r.requests]
+    return sum(a * n for a, n in pairs) / sum(n for _, n in pairs) if pairs else None
+
+
+def _merged_p99(reports) -> float | None:
+    """Several clients' p99: the merge's estimate (exact from spectra, else within the clients' own)."""
+    from tunepath.parse.merge import merge_reports
+
+    try:
+        est = merge_reports(reports).percentiles.get("99")
+    except TunepathError:
+        return None
+    return est[0] if est else None
 
 
 def _reps(run, step: str, variant: str) -> list:
@@ -42,9 +63,9 @@ def _reps(run, step: str, variant: str) -> list:
                   else entry.get("client_cpu_s"))
         out.append({
             "rps": rps, "requests": requests,
-            "avg": reports[0].latency_ms.avg if len(reports) == 1 else None,
+            "avg": _weighted_avg(reports),
             "max": max(r.latency_ms.max for r in reports),
-            "p99": (reports[0].percentiles_ms or {}).get("99") if len(reports) == 1 else None,
+            "p99": (reports[0].percentiles_ms or {}).get("99") if len(reports) == 1 else _merged_p99(reports),
             "errors": sum(sum(r.socket_errors.values()) for r in reports),
             "non2xx": sum(r.non_2xx_3xx for r in reports),
             "server_cpu": entry["tomcat_cpu_s"] / requests * 1e6 if entry.get("tomcat_cpu_s") is not None and requests else None,
@@ -110,7 +131,7 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
     if field == "previous_requests_per_sec":
         return fmt.rate(med("rps", *prev)) if prev else ""
     if field == "previous_label":
-        return next(v.label for v in get_step(prev[0]).variants if v.name == prev[1]) if prev else ""
+        return get_step(prev[0]).label(prev[1], run.context) if prev else ""     # e.g. "1 thread, …" on a 1-CPU run
     if field in ("vs_step_first", "step_first_label", "vs_first_interval", "vs_first_significance"):
         if not comparing:
             return ""
@@ -182,7 +203,8 @@ def test_page_commands_are_the_notebook_plan(built_site, step):
         run = STORE.load(attrs["data-run"])
         planned = {b.id: b for b in plan(step, run.context)}
         assert attrs["data-block"] in planned, attrs
-        assert text == planned[attrs["data-block"]].text
+        ran = {b["block"]: b["text"] for b in run.record.get("blocks", []) if b.get("step") == step}
+        assert text == ran.get(attrs["data-block"], planned[attrs["data-block"]].text)  # what the run ran
         assert attrs["data-host"] == planned[attrs["data-block"]].host
     # and every block of the plan appears on the page (the reader sees the whole step), for
     # the run the page's commands are rendered for
@@ -231,8 +253,11 @@ def test_hosts_are_never_one_series(built_site):
             continue
         data = json.loads(path.read_text())
         for chart in data["charts"]:
-            others = [r["server"] for r in data["runs"] if r["run_id"] != chart["run_id"]]
-            assert not any(o in chart["alt"] for o in others), chart
+            mine = next(r["server"] for r in data["runs"] if r["run_id"] == chart["run_id"])
+            others = [r for r in data["runs"] if r["run_id"] != chart["run_id"]]
+            assert chart["run_id"] in chart["alt"], chart            # every chart names its one run
+            assert not any(o["run_id"] in chart["alt"] for o in others), chart
+            assert not any(o["server"] in chart["alt"] for o in others if o["server"] != mine), chart
     summary = json.loads((built_site.site_dir / "data" / "summary.json").read_text())
     assert [h["server"] for h in summary["hosts"]][:2] == ["aws-c8g", "grace"]   # references first, then live runs
     assert len({h["run_id"] for h in summary["hosts"]}) == len(summary["hosts"])  # one section per run

@@ -92,6 +92,21 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
     })
 
 
+def commands_as_run(run: Run, definition) -> dict:
+    """The step's command blocks for ``run``'s context; where the run recorded a block whose text
+    differs (the step's command changed since that run), the text the run executed: a page shows
+    what ran."""
+    recorded = {b["block"]: b["text"] for b in run.record.get("blocks", [])
+                if b.get("step") == definition.name and isinstance(b.get("text"), str)}
+    out = {}
+    for b in definition.plan(run.context):
+        entry = b.to_dict()
+        if recorded.get(b.id, entry["text"]) != entry["text"]:
+            entry.update(text=recorded[b.id], as_recorded=True)
+        out[b.id] = entry
+    return out
+
+
 def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     """One run's part of a step's data: header, measurements, commands, verification
     (``definition``: the step object; ``path``: the step registry)."""
@@ -107,7 +122,7 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
-        "commands": {b.id: b.to_dict() for b in definition.plan(run.context)},
+        "commands": commands_as_run(run, definition),
         "verification": verification,
         "verification_commands": definition.verify_commands(run.context),
         "skipped": [s.to_data() for s in run.skipped if s.step == step],
