@@ -43,3 +43,11 @@ def built_site(tmp_path_factory) -> BuiltSite:
 def need_shared():
     if not FIXTURES.is_dir():
         pytest.skip(f"shared fixtures not found at {FIXTURES} (set TUNEPATH_SHARED)")
+
+
+def unavailable(why: str) -> None:
+    """A part a test needs is missing: fail in CI (which installs every part and runs as root), skip
+    elsewhere, with ``why`` saying what is missing and what installs it."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
