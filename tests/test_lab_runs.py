@@ -14,7 +14,6 @@ bring this machine's CPUs and huge pages back, also when a test fails.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -79,8 +78,11 @@ class LabRuns:
                            "--steps", steps, "--runs-dir", str(self.runs), "--no-build", *extra], ROOT)
 
     def newest_run(self) -> dict:
+        """The record of the run that ended last, loaded (and so validated) by the run store."""
+        from tunepath.evidence.store import RunStore
+
         [path] = sorted(self.runs.glob("live-*/run.json"), key=lambda p: p.stat().st_mtime)[-1:]
-        return json.loads(path.read_text())
+        return RunStore(self.runs).load(path.parent.name).record
 
     def verification(self, record: dict, step: str, name: str) -> str:
         [entry] = [v for v in record["verification"] if v["step"] == step and v["name"] == name]
