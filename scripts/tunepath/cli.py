@@ -137,6 +137,16 @@ def _cmd_build(args) -> int:
     return 0
 
 
+def _source(value: str | None) -> str | None:
+    """``--wrk2-source``: a URL as given, a local file or directory as an absolute path."""
+    if value is None or "://" in value or not value.strip() or "\0" in value:
+        return value                 # LiveOptions.check says what is wrong with it
+    try:
+        return str(Path(value).expanduser().resolve())
+    except (OSError, RuntimeError) as exc:
+        raise UserError(f"--wrk2-source {value}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def _abs(path: str | None, what: str) -> str | None:
     """A local file given on the command line, as an absolute path (the steps run elsewhere)."""
     if path is None:
@@ -177,6 +187,7 @@ def _live_options(args):
                        tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
                        tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port,
                        build_wrk2=getattr(args, "build_wrk2", False), java_home=args.java_home,
+                       wrk2_source=_source(getattr(args, "wrk2_source", None)),
                        all_clients=not getattr(args, "first_client_only", False),
                        repetitions=getattr(args, "repetitions", None),
                        max_repetitions=getattr(args, "max_repetitions", None),
@@ -244,7 +255,11 @@ def _add_run(sub) -> None:
     sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
     sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
     sp.add_argument("--build-wrk2", action="store_true",
-                    help="build wrk2 from source on the client if it is missing (needs internet; x86_64 only)")
+                    help="build wrk2 on every client from upstream's git repository, with tunepath's patch "
+                         "(needs internet on the clients; x86_64 and aarch64)")
+    sp.add_argument("--wrk2-source", metavar="PATH_OR_URL", default=None,
+                    help="build wrk2 on every client from this tarball or directory (uploaded) or http(s) URL "
+                         "(a tarball, or a git repository ending .git); implies --build-wrk2")
     sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
     sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
     sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from tunepath.errors import TunepathError
 from tunepath.parse.wrk import WrkReport
 
-__all__ = ["SweepPoint", "Capacity", "normalise_percentile", "points_from_reports", "capacity"]
+__all__ = ["SweepPoint", "Capacity", "normalise_percentile", "points_from_reports", "capacity", "meets"]
 
 _KEY = re.compile(r"^\s*[pP]?\s*(\d+(?:\.\d*)?)\s*%?\s*$")
 
@@ -193,7 +193,9 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _meets(point: SweepPoint, percentile: str, slo_ms: float, tolerance: float) -> bool:
+def meets(point: SweepPoint, percentile: str, slo_ms: float, tolerance: float = 0.95) -> bool:
+    """The point's latency at ``percentile`` is at most ``slo_ms`` and it served at least
+    ``tolerance`` × its offered rate (a point without either does not meet the objective)."""
     latency = point.latency(percentile)
     if latency is None or point.achieved_rate is None:
         return False
@@ -227,10 +229,10 @@ def capacity(points: Iterable[SweepPoint], slo_ms: float = 10.0, percentile: str
                             f"(0 < t ≤ 1), got {rate_tolerance!r}")
     key = normalise_percentile(percentile)
 
-    meets = [_meets(p, key, slo_ms, rate_tolerance) for p in points]
-    meeting = [p for p, ok in zip(points, meets) if ok]
+    met = [meets(p, key, slo_ms, rate_tolerance) for p in points]
+    meeting = [p for p, ok in zip(points, met) if ok]
     best = meeting[-1] if meeting else None
-    failing = [p.offered_rate for p, ok in zip(points, meets) if not ok]
+    failing = [p.offered_rate for p, ok in zip(points, met) if not ok]
     first_violation = failing[0] if failing else None
     below = [p.offered_rate for p in meeting if first_violation is None or p.offered_rate < first_violation]
     sustained = below[-1] if below else None
@@ -239,7 +241,7 @@ def capacity(points: Iterable[SweepPoint], slo_ms: float = 10.0, percentile: str
     top = max(served, key=lambda p: p.achieved_rate) if served else None
     return Capacity(
         slo_ms=float(slo_ms), percentile=key, rate_tolerance=float(rate_tolerance),
-        points=points, meets=meets,
+        points=points, meets=met,
         capacity_rate=best.offered_rate if best else None,
         capacity_achieved=best.achieved_rate if best else None,
         capacity_latency_ms=best.latency(key) if best else None,

@@ -9,13 +9,15 @@ which tool produced it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
+from tunepath.live.wrk2 import BINARY
 
-__all__ = ["Profile", "PROFILES", "LoadTool", "detect", "get_profile"]
+__all__ = ["Profile", "PROFILES", "LoadTool", "detect", "get_profile", "calibration_s", "duration_for"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,24 @@ PROFILES = {
 }
 
 
+def calibration_s(threads: int, connections: int) -> float:
+    """How long wrk2's threads calibrate before they record latency: 10 s plus 5 ms per
+    connection of the thread (``CALIBRATE_DELAY_MS + connections * 5`` in wrk2's wrk.c).
+    A shorter run prints no ``Thread calibration`` line and its latency covers the whole run."""
+    per_thread = -(-connections // max(1, threads))
+    return 10.0 + 0.005 * per_thread
+
+
+def duration_for(profile: Profile, tool: LoadTool, threads: int, connections: int) -> int:
+    """A measurement's -d: the profile's duration, plus wrk2's calibration for an open-loop tool.
+    wrk2 records latency only once each thread has calibrated (10 s + 5 ms per connection of the
+    thread: :func:`calibration_s`), so its runs last that much longer, and
+    the profile's duration is what is measured. The smoke profile proves the machinery only."""
+    if not tool.open_loop or profile.name == "smoke":
+        return profile.duration_s
+    return profile.duration_s + math.ceil(calibration_s(threads, connections))
+
+
 def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
@@ -56,33 +76,40 @@ def get_profile(name: str) -> Profile:
 @dataclass(frozen=True)
 class LoadTool:
     name: str              # "wrk2" or "wrk"
-    binary: str            # what to run
+    binary: str            # what to run, as the commands write it (``~/.tunepath/bin/wrk2``, ``wrk``)
     version: str | None
     client_cpus: int
+    closed_loop: str | None = None   # Debian's wrk (no --rate) where the client has it, else None
+    why: str = ""                    # why this tool measures (wrk: why not wrk2)
 
     @property
     def open_loop(self) -> bool:
         return self.name == "wrk2"
 
 
+# each candidate: `bin=<as written>`, its version line, `rate=yes` when its usage lists --rate
+_PROBE = (f"for b in '{BINARY}' wrk2 wrk; do case $b in '~/'*) p=$HOME/${{b#'~/'}}; "
+          "[ -x \"$p\" ] || continue;; *) p=$(command -v $b) || continue;; esac; echo \"bin=$b\"; "
+          "$p -v 2>&1 | head -1; $p 2>&1 | grep -q -- '--rate' && echo rate=yes; done; echo cpus=$(nproc)")
+
 def detect(host: Host) -> LoadTool:
-    """Find wrk2 (as ``wrk2``, or a ``wrk`` whose usage lists ``--rate``), else Debian's wrk."""
-    r = host.run("for b in wrk2 wrk; do p=$(command -v $b) && { echo \"bin=$p\"; $p -v 2>&1 | head -1; "
-                 "$p 2>&1 | grep -q -- '--rate' && echo rate=yes; }; done; echo cpus=$(nproc)",
-                 check=False, timeout=30)
-    out = r.stdout
-    cpus = int(re.search(r"cpus=(\d+)", out).group(1)) if re.search(r"cpus=(\d+)", out) else 1
-    blocks = re.split(r"(?m)^bin=", out)[1:]
+    """wrk2 (the path's ``~/.tunepath/bin/wrk2``, a ``wrk2`` on PATH, or a ``wrk`` whose usage
+    lists ``--rate``: the original path installed wrk2 as ``wrk``), else Debian's wrk."""
+    out = host.run(_PROBE, check=False, timeout=30).stdout
+    m = re.search(r"cpus=(\d+)", out)
+    cpus = int(m.group(1)) if m else 1
     found = []
-    for b in blocks:
-        path = b.splitlines()[0].strip()
-        version = next((ln.split(" Copyright")[0].strip() for ln in b.splitlines()[1:2] if ln.startswith("wrk")),
-                       None)
-        found.append((path, version, "rate=yes" in b))
+    for b in re.split(r"(?m)^bin=", out)[1:]:
+        lines = b.splitlines()
+        version = next((ln.split(" Copyright")[0].strip() for ln in lines[1:2] if ln.startswith("wrk")), None)
+        found.append((lines[0].strip(), version, "rate=yes" in b))
+    closed = next((p for p, _, rate in found if p == "wrk" and not rate), None)
     for path, version, rate in found:
         if rate:
-            return LoadTool("wrk2", path, version, cpus)
-    for path, version, _ in found:
-        return LoadTool("wrk", path, version, cpus)
-    raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed: build wrk2 (setup step) or "
-                        "install Debian's wrk (apt-get install wrk)")
+            return LoadTool("wrk2", path, version, cpus, closed)
+    if closed:
+        version = next(v for p, v, _ in found if p == closed)
+        return LoadTool("wrk", closed, version, cpus, closed,
+                        why="wrk2 is absent on the client (--wrk2-source or --build-wrk2 builds it)")
+    raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed: build wrk2 (--wrk2-source FILE|URL, "
+                        "or --build-wrk2 for upstream's) or install Debian's wrk (apt-get install wrk)")

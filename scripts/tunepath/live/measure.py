@@ -21,11 +21,12 @@ from tunepath.errors import TunepathError
 from tunepath.live.actions import jvm_warnings, load_pidfile, log_size, run_block
 from tunepath.live.facts import cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
+from tunepath.live.probe import choose_rate
 from tunepath.live.session import Session, progress
 from tunepath.model.shell import quote
 from tunepath.parse.reports import parse_report
 
-__all__ = ["measure", "drive", "load_clients"]
+__all__ = ["measure", "drive", "load_clients", "restart_for", "last_report"]
 
 
 @dataclass
@@ -100,6 +101,23 @@ def _no_summary(session: Session, step, variant: str, load, result, tag: str) ->
     session.tomcat.stop()
 
 
+def restart_for(session: Session, step, variant: str) -> None:
+    """Configure Tomcat for ``variant`` and (re)start it, without measuring (the rate sweep probes
+    and then measures every rate against this one JVM)."""
+    config = step.tomcat_config(variant, session.ctx)
+    if session.options.http_port != 8080:
+        config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
+    _restart(session, step, variant, config, {b.id: b for b in step.plan(session.ctx)}, f"{step.name}/{variant}", 1)
+
+
+def last_report(session: Session, step, variant: str, repetition: int = 1):
+    """The parsed report of a measurement this session recorded (the first client's)."""
+    rec = session.recorder
+    entry = next(m for m in reversed(rec.record["measurements"])
+                 if (m["step"], m["variant"], m.get("repetition", 1)) == (step.name, variant, repetition))
+    return parse_report((rec.dir / entry["stdout"]).read_text(encoding="utf-8"), entry["tool"])
+
+
 def measure(session: Session, step, variant: str, smoke: bool = False, repetition: int = 1,
             restart: bool = True, keep_running: bool = False) -> tuple[bool, float | None]:
     """Configure, restart, warm up and measure one variant once; returns (recorded, requests/s):
@@ -114,6 +132,9 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     blocks = {b.id: b for b in step.plan(session.ctx)}
     tag = f"{step.name}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
     started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()
+    clients = load_clients(session, step, variant)
+    if restart and not smoke and choose_rate(session, step, variant, clients, drive):
+        blocks = {b.id: b for b in step.plan(session.ctx)}      # the commands offer the chosen rate now
     nofile = _open_files(session)
     undo = step.before_load(session, variant, blocks, repetition)
     if "warm-up" in blocks and not smoke and restart:
@@ -122,7 +143,6 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool = step.load_tool(session, variant)
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
-    clients = load_clients(session, step, variant)
     progress(f"{tag}: measuring for {duration} s with {tool}"
              + (f" on {len(clients)} clients at once" if len(clients) > 1 else ""))
     window = _load(session, load, duration, clients, undo)
@@ -194,9 +214,23 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
 def _rate(session: Session, step, variant: str, results: list, tool: str, repetition: int) -> float | None:
     """The requests per second all clients achieved, or None (kept as evidence, not counted)."""
     try:
-        rates = [parse_report(r.stdout, tool).requests_per_sec for r in results]
+        reports = [parse_report(r.stdout, tool) for r in results]
     except TunepathError as exc:
         session.recorder.warn(f"{step.name}/{variant} repetition {repetition}: its report gives no rate ({exc}); "
                               "it is kept as evidence and does not count towards the interval")
         return None
+    if reports[0].tool == "wrk2" and session.options.profile != "smoke":
+        _check_calibration(session, step, variant, reports[0])
+    rates = [r.requests_per_sec for r in reports]
     return sum(rates) if all(isinstance(x, (int, float)) for x in rates) else None
+
+
+def _check_calibration(session: Session, step, variant: str, report) -> None:
+    """wrk2 records latency only after each thread calibrated: a report with fewer calibration
+    lines than threads holds latencies of the calibration period too (and no per-thread rate)."""
+    threads = report.threads if isinstance(report.threads, int) else 0
+    if len(report.calibration) < threads:
+        session.recorder.warn(
+            f"{step.name}/{variant}: wrk2 printed {len(report.calibration)} calibration line(s) for {threads} "
+            f"thread(s): the run ended before wrk2 calibrated (10 s + 5 ms per connection of a thread), so its "
+            "latency includes the calibration period; give a longer duration")

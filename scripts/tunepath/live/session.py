@@ -36,8 +36,10 @@ from tunepath.errors import TunepathError
 from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles
 from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
-from tunepath.live.loadgen import LoadTool, detect, get_profile
+from tunepath.live.loadgen import LoadTool, detect, duration_for, get_profile
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
+from tunepath.live.wrk2 import Wrk2Source
+from tunepath.versions import WRK2_REPO
 from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 from tunepath.project import project_dir
 
@@ -64,7 +66,8 @@ class LiveOptions:
     tomcat_tarball: str | None = None
     tomcat_url: str | None = None
     http_port: int = 8080
-    build_wrk2: bool = False       # build wrk2 from source on the client (needs internet; x86_64)
+    build_wrk2: bool = False       # build wrk2 on every client from upstream's repository (needs internet)
+    wrk2_source: str | None = None  # … or from this tarball, directory or URL (implies building it)
     all_clients: bool = True       # several clients in the inventory: drive the load from all at once
     repetitions: int | None = None        # interleaved repetitions, at least (default: the profile's)
     max_repetitions: int | None = None    # … at most
@@ -98,10 +101,19 @@ class LiveOptions:
                                     "bin/java), not its bin directory or java binary")
         if self.tomcat_tarball is not None:
             _check_readable("--tomcat-tarball", self.tomcat_tarball)
+        if self.wrk2_source is not None:
+            Wrk2Source.parse(self.wrk2_source)
         if self.tomcat_url is not None:
             url = urlsplit(self.tomcat_url)
             if url.scheme not in ("http", "https") or not url.netloc or any(c.isspace() for c in self.tomcat_url):
                 raise TunepathError("--tomcat-url: must be an http:// or https:// URL of the Tomcat tarball")
+
+    @property
+    def wrk2(self) -> Wrk2Source | None:
+        """Where to build wrk2 from, when the run builds it (--wrk2-source, or --build-wrk2)."""
+        if self.wrk2_source is None and not self.build_wrk2:
+            return None
+        return Wrk2Source.parse(self.wrk2_source)
 
 
 def _check_number(flag: str, value, what: str, most: float = math.inf) -> None:
@@ -216,6 +228,8 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
     numa_cpus = _node_cpus(server, node)[:n] if isinstance(node, int) and node >= 0 else []
     threads = max(1, min(profile.threads, tool.client_cpus))
     scale = threads / profile.threads
+    connections = max(threads, round(profile.connections * scale))
+    source = options.wrk2
     return HostContext(
         tomcat_home=tomcat_home, tomcat_version=TOMCAT_VERSION,
         java_home=options.java_home,
@@ -224,9 +238,10 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         numa_cpus=tuple(numa_cpus or keep), nic=nic.get("name") or "${net}", nic_queues=n,
         nic_channels=nic.get("channels") or "combined",
         hugepage_kb=(facts.get("hugepages") or {}).get("size_kb") or 2048,
-        load_generator=tool.binary.rsplit("/", 1)[-1], threads=threads,
-        connections=max(threads, round(profile.connections * scale)), rate=max(1, round(profile.rate * scale)),
-        duration_s=profile.duration_s, smoke_threads=1, smoke_connections=smoke.connections,
+        load_generator=tool.binary, threads=threads, connections=connections,
+        rate=max(1, round(profile.rate * scale)), wrk2_source=source.shown if source else WRK2_REPO,
+        uncorrected=tool.open_loop, duration_s=duration_for(profile, tool, threads, connections),
+        smoke_threads=1, smoke_connections=smoke.connections,
         smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
         open_loop=tool.open_loop, latency_flag=True,
         httpd_dir=server.run("echo $HOME", timeout=15).stdout.strip() + "/.tunepath/httpd")
@@ -330,7 +345,8 @@ def _machine_paths(options: LiveOptions, homes: list[str], runs_dir: Path | None
     run_dirs = [d for rid in ([run_id] if run_id and runs else []) for d in
                 [*local(runs / INPROGRESS / rid), *local(runs / rid)]]
     files = {p: role for value, role in ((options.hosts_file, "$TUNEPATH_HOSTS"),
-                                         (options.tomcat_tarball, "$TOMCAT_TARBALL")) if value
+                                         (options.tomcat_tarball, "$TOMCAT_TARBALL"),
+                                         (options.wrk2_source, "$WRK2_SOURCE")) if value and "://" not in value
              for p in local(Path(value).expanduser().absolute())}
     if sys.prefix != sys.base_prefix:
         files.update(dict.fromkeys(local(sys.prefix), "$VIRTUAL_ENV"))

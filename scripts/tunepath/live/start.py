@@ -22,8 +22,9 @@ from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
 from tunepath.live.hoststate import acquire_lock, release_lock
 from tunepath.live.loadgen import LoadTool, detect
 from tunepath.live.session import (SIDE_FILES, LiveOptions, expand_home, live_context, mask_names_file,
-                                   masker_for, save_context, side_file, write_private)
+                                   masker_for, progress, save_context, side_file, write_private)
 from tunepath.live.tomcat import Tomcat, java_binary
+from tunepath.live.wrk2 import ensure
 
 __all__ = ["start_run", "HostFacts", "save_options", "forget_side_files", "clear_stale_side_files"]
 
@@ -78,7 +79,9 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
                 if not inventory.same_machine:
                     names.setdefault(found.client_name, "client-1")
             write_private(mask_names_file(runs_dir, run_id), json.dumps({"names": names, "homes": found.homes}))
+            builds = build_wrk2(clients, options, found)
             record = run_record(run_id, server_name, found, options, inventory, steps)
+            record["notes"] += [{"text": b.note()} for b in builds]
             ctx = live_context(server, found.facts, found.tool, options, inventory, found.tomcat_home)
             record["context"] = ctx.to_dict()
             recorder = RunRecorder(runs_dir, record, masker_for(inventory, options, runs_dir, run_id))
@@ -88,6 +91,20 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
             forget_side_files(runs_dir, run_id)
             raise
         return recorder, inventory
+
+
+def build_wrk2(clients: list[Host], options: LiveOptions, found: HostFacts) -> list:
+    """Build wrk2 on every client when the options ask for it (``--wrk2-source``, ``--build-wrk2``)
+    and that build is not installed; then measure with it. Returns the builds (each a
+    :class:`~tunepath.live.wrk2.Wrk2Build`)."""
+    source = options.wrk2
+    if source is None:
+        return []
+    builds = [ensure(c, source, progress)[0] for c in clients]
+    found.tool = detect(clients[0])
+    found.client_facts["load_generator"] = builds[0].fact()
+    found.client_missing.pop("load_generator", None)
+    return builds
 
 
 def _boot_id() -> str:
@@ -197,7 +214,7 @@ def notes(tool: LoadTool, same: bool) -> list:
                             "CPUs, and no NIC is involved. These figures show that the path works, not what "
                             "a server can do."})
     if not tool.open_loop:
-        out.append({"text": "Measured with Debian's wrk because wrk2 is absent on the client: wrk is closed "
-                            "loop (no constant offered rate, no coordinated-omission correction), so its "
-                            "latencies understate what an open workload would see."})
+        out.append({"text": f"Measured with Debian's wrk because {tool.why or 'wrk2 is absent on the client'}: "
+                            "wrk is closed loop (no constant offered rate, no coordinated-omission correction), "
+                            "so its latencies understate what an open workload would see."})
     return out

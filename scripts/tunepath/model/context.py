@@ -12,6 +12,7 @@ from typing import Iterable
 
 from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port, quote
+from tunepath.versions import WRK2_REPO
 
 __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
 
@@ -61,7 +62,11 @@ class HostContext:
     nic_channels: str = "combined"   # how `ethtool -L` sets the count: "combined", or "rx-tx" (veth and others)
     hugepage_kb: int = 2048       # the kernel's huge page size (Hugepagesize in /proc/meminfo)
     nofile: int = 65535
-    load_generator: str = "wrk"   # the binary's name: wrk2 installs itself as `wrk`
+    load_generator: str = "wrk"   # the binary as written: the original installed wrk2 as `wrk`; live runs
+                                  # write `~/.tunepath/bin/wrk2` (tunepath's build) or Debian's `wrk`
+    wrk2_source: str = WRK2_REPO  # where the set-up step builds wrk2 from (a URL, or a tarball's name)
+    uncorrected: bool = False     # wrk2 -U: print the uncorrected latency beside the corrected
+    rate_probed: int = 0          # the capacity probe's req/s the offered rate came from (0: no probe)
     threads: int = 128
     connections: int = 1280
     rate: int = 500000
@@ -124,11 +129,16 @@ class HostContext:
     def sweep_command(self, rate: int, duration_s: int | None = None, latency: bool = True) -> str:
         """wrk2 at one offered rate, printing corrected and uncorrected (-U) percentiles."""
         d = self.duration_s if duration_s is None else duration_s
-        extra = " -U --latency" if latency else ""
+        extra = " -U --latency" if latency else ""   # the sweep always prints both spectra
         t, c, d, r = (number(v, f"host context {k}") for k, v in
                       (("threads", self.threads), ("connections", self.connections), ("duration", d), ("rate", rate)))
         tool = quote(self.load_generator, "host context load_generator")
         return f"{tool} -t{t} -c{c} -d{d} -R{r}{extra} {quote(self.url, 'host context URL')}"
+
+    @property
+    def wrk2(self) -> str:
+        """wrk2 as the commands write it: the load generator when that is wrk2, else ``wrk2``."""
+        return self.load_generator if self.open_loop and self.load_generator.endswith("wrk2") else "wrk2"
 
     @property
     def url(self) -> str:
@@ -148,7 +158,7 @@ class HostContext:
         c, t, r, d = (number(v, f"host context {k}") for k, v in
                       (("connections", c), ("threads", t), ("rate", r), ("duration", d)))
         rate = f" -R{r}" if self.open_loop else ""
-        latency = " --latency" if self.latency_flag else ""
+        latency = (" -U" if self.open_loop and self.uncorrected else "") + (" --latency" if self.latency_flag else "")
         tool = quote(self.load_generator, "host context load_generator")
         return f"{self.raise_nofile}\n{tool} -c{c} -t{t}{rate} -d{d}{latency} {quote(self.url, 'host context URL')}"
 

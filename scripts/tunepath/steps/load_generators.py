@@ -38,7 +38,7 @@ from tunepath.model.shell import number, port, quote
 from tunepath.steps.base import Step
 from tunepath.steps.commands import restart, warm_up
 
-__all__ = ["STEP", "JMETER_PLAN", "JMETER_PLAN_XML", "SIEGE_RC", "siege_rc", "VERSIONS"]
+__all__ = ["STEP", "JMETER_PLAN", "JMETER_PLAN_XML", "SIEGE_RC", "siege_rc", "versions"]
 
 TOOLS = frozenset({"wrk2", "wrk", "ab", "siege", "jmeter"})   # each variant is the binary of that name
 JMETER_PLAN = "~/.tunepath/jmeter-plan.jmx"
@@ -48,8 +48,9 @@ JMETER_PLAN_XML = (Path(__file__).parent / "templates" / "jmeter-plan.jmx").read
 JMETER_MAJOR = 5                      # the plan's format; Debian's 2.13 cannot load it (nor any plan)
 SIEGE_RC = "~/.tunepath/siegerc"
 SIEGE_LIMIT = 255                     # siege's default cap on users
-# the versions of the tools on the client (JMeter's banner ends with its version)
-VERSIONS = ("wrk2 -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "
+def versions(ctx: HostContext) -> str:
+    """The versions of the tools on the client (JMeter's banner ends with its version)."""
+    return (f"{quote(ctx.wrk2, 'wrk2')} -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "
             "siege --version 2>&1 | grep -m1 SIEGE; "
             "echo \"JMeter $(jmeter --version 2>&1 | grep -Eo '[0-9]+[.][0-9]+([.][0-9]+)?$' | tail -1)\"")
 
@@ -102,7 +103,7 @@ class LoadGenerators(Step):
         return TomcatConfig(access_log=False) if variant in TOOLS else super().config(variant, ctx)
 
     def verify_commands(self, ctx: HostContext) -> dict[str, str]:
-        return {"load-generator-versions": VERSIONS}
+        return {"load-generator-versions": versions(ctx)}
 
     def plan(self, ctx: HostContext) -> list[Block]:
         d, c, t = (number(ctx.duration_s, "duration"), number(ctx.connections, "connections"),
@@ -110,7 +111,8 @@ class LoadGenerators(Step):
         url, rate = quote(ctx.url, "URL"), number(ctx.rate, "rate")
         return [
             Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
-                  f"{ctx.raise_nofile}\nwrk2 -c{c} -t{t} -R{rate} -d{d} --latency {url}", variant="wrk2"),
+                  f"{ctx.raise_nofile}\n{quote(ctx.wrk2, 'wrk2')} -c{c} -t{t} -R{rate} -d{d}"
+                  + (" -U" if ctx.uncorrected else "") + f" --latency {url}", variant="wrk2"),
             Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
                   f"{ctx.raise_nofile}\nwrk -c{c} -t{t} -d{d} --latency {url}", variant="wrk"),
             Block("load-ab", "client", "ab: one thread, keep-alive, for the same time",
@@ -137,10 +139,14 @@ class LoadGenerators(Step):
     # --- live ---------------------------------------------------------------------------
     def skip_reasons(self, session, variant: Variant) -> list[str]:
         binary = variant.name
-        if session.client.run(f"command -v {quote(binary)}", check=False, timeout=15).exited != 0:
+        if binary == "wrk2" and not session.tool.open_loop:
+            return [f"wrk2 is not installed on the client ({session.tool.why or 'build it with --wrk2-source'})"]
+        if binary == "wrk" and not session.tool.closed_loop:
+            return ["the client has no closed-loop wrk: its `wrk` is wrk2 (it accepts --rate), so there is no "
+                    "closed-loop run to compare (apt-get install wrk, and install wrk2 as wrk2)"]
+        if binary not in ("wrk", "wrk2") and \
+                session.client.run(f"command -v {quote(binary)}", check=False, timeout=15).exited != 0:
             return [f"{binary} is not installed on the client" + (
-                " (wrk2 is in no package registry: build it with --build-wrk2 on an x86_64 client)"
-                if binary == "wrk2" else
                 " (scripts/bootstrap --load-tools installs JMeter 5.6.3 on this machine)" if binary == "jmeter"
                 else "")]
         if binary == "jmeter":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tunepath.analysis.sweep import SweepPoint, capacity as read_capacity
+from tunepath.live.probe import probe_block
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
@@ -22,8 +23,11 @@ class RateSweep(SweepStep):
            "server keeps up and climb steeply past capacity. The capacity worth quoting is the highest offered "
            "rate that still meets a latency objective (default p99 ≤ 10 ms, the parameters `slo_ms` and "
            "`slo_percentile`), beside the maximum throughput. Misses below that rate are flagged as suspected "
-           "noise, to be repeated.\n\nA live sweep needs wrk2; with Debian's wrk (closed loop) the step is "
-           "recorded as skipped. The recorded sweep of this project's sandbox replays here.")
+           "noise, to be repeated.\n\nA live sweep needs wrk2. It starts Tomcat once, probes its capacity "
+           "(wrk2 offering far more than it can serve), then climbs from half that capacity in steps of a tenth "
+           "of it, until the objective is missed at two rates in a row or the server serves less than 95 % of "
+           "the offered rate; with time left it measures the points nearest the boundary again and flags those "
+           "whose repetitions disagree. With Debian's wrk (closed loop) the step is recorded as skipped.")
     notebook_parameters = (("slo_ms", "10.0", "the rate sweep's latency objective, in ms"),
                            ("slo_percentile", '"99"', "… at this percentile"))
     notebook_cells = (
@@ -45,7 +49,9 @@ class RateSweep(SweepStep):
 
     def plan(self, ctx: HostContext) -> list[Block]:
         blocks = [restart(ctx)]
-        if ctx.warmup_s:
+        if ctx.open_loop and ctx.rate_probed:       # a live sweep: it climbs from its own capacity probe
+            blocks.append(probe_block(ctx))
+        elif ctx.warmup_s:
             blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s at "
                                 f"{ctx.warmup_rate:,} req/s (not measured)",
                                 ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
@@ -59,19 +65,17 @@ class RateSweep(SweepStep):
         if session.tool.open_loop:
             return []
         return [f"a rate sweep needs wrk2 (open loop, a constant offered rate); the client has "
-                f"{session.tool.name}, which is closed loop (build wrk2 with --build-wrk2 on an x86_64 client)"]
+                f"{session.tool.name}, which is closed loop ({session.tool.why})"]
 
     def multi_client(self, variant: str) -> bool:
         return False        # the offered rate is the one on its command line
 
     def measure(self, session, variants: list[str]) -> None:
-        """Restart and warm up once, then each rate, rising."""
-        from tunepath.live.measure import measure
-        from tunepath.live.session import progress
+        """One JVM: a capacity probe, then rising rates until the objective is missed twice in a
+        row or the server falls behind the offered rate; repeated where the time budget allows."""
+        from tunepath.live.ratesweep import sweep
 
-        for i, variant in enumerate(variants):
-            progress(f"{self.name}: rate {i + 1}/{len(variants)} ({variant})")
-            measure(session, self, variant, restart=i == 0, keep_running=i < len(variants) - 1)
+        sweep(session, self, variants[0])
 
     # --- analysis and charts ------------------------------------------------------------
     def capacity(self, result, run):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tunepath.live.actions import cleanup, run_block, verify
-from tunepath.live.loadgen import detect
+from tunepath.live.actions import cleanup, verify
 from tunepath.live.measure import measure
-from tunepath.live.session import live_context, progress, save_context
+from tunepath.live.session import progress
+from tunepath.live.wrk2 import Wrk2Source, blocks as wrk2_blocks
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
@@ -23,7 +23,7 @@ class Setup(Step):
     name = "setup"
     title = "Set up Tomcat, the JDK and wrk2"
     kind = "setup"
-    why = ('Installs a JDK and Apache Tomcat 11 on the server, opens the examples webapp to remote clients, builds wrk2 on the client and runs a short smoke test at a modest constant rate, to prove the pair can talk before any tuning starts.')
+    why = ('Installs a JDK and Apache Tomcat 11 on the server, opens the examples webapp to remote clients, builds wrk2 on the client (with the project’s patch, so an Arm client works too) and runs a short smoke test at a modest constant rate, to prove the pair can talk before any tuning starts.')
     variants = (Variant("smoke", "Smoke test", "stock Tomcat at the smoke-test load", smoke=True),)
     verifications = ("tomcat-version",)
 
@@ -48,10 +48,7 @@ class Setup(Step):
                   f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' "
                   f"{tomcat_path(ctx, 'webapps/examples/META-INF/context.xml')}"),
             Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit", start_lines(ctx)),
-            Block("build-wrk2", "client", "Build wrk2 from source (x86_64 client)",
-                  "sudo apt-get install -y build-essential libssl-dev zlib1g-dev git\n"
-                  "git clone https://github.com/giltene/wrk2.git && cd wrk2 && make\n"
-                  "sudo cp wrk /usr/local/bin/wrk && sudo cp wrk /usr/local/bin/wrk2"),
+            *wrk2_blocks(Wrk2Source.from_context(ctx.wrk2_source)),
             Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
         ]
 
@@ -77,34 +74,26 @@ class Setup(Step):
         else:
             rec.block(self.name, "open-examples", "server", blocks["open-examples"].text, "skipped",
                       reason="the client is on the server: the examples webapp already admits it")
-        self.wrk2(session, blocks["build-wrk2"])
+        self.wrk2(session, blocks)
         verify(session, self)
         measure(session, self, "smoke", smoke=True)
         cleanup(session.server, session.tomcat, session.clients, session.run_id)
 
-    def wrk2(self, session, block: Block) -> None:
-        """Build wrk2 on the client when asked to (it needs internet and an x86_64 client)."""
+    def wrk2(self, session, blocks: dict[str, Block]) -> None:
+        """Record what became of wrk2's build: the run builds it when it starts, on every client
+        (:func:`tunepath.live.start.build_wrk2`), so every step, not only this one, measures with it."""
         rec = session.recorder
-        if session.tool.open_loop:
-            rec.block(self.name, block.id, "client", block.text, "skipped", reason="wrk2 is installed")
-            return
-        arch = session.client.run("uname -m", timeout=15).stdout.strip()
-        if not session.options.build_wrk2:
-            reason = "wrk2 is absent; Debian's wrk measures instead (pass --build-wrk2 to build wrk2 on the client)"
-        elif arch != "x86_64":
-            reason = (f"wrk2 does not build on {arch}: its bundled LuaJIT 2.0 lacks arm64 and its option parsing "
-                      "keeps getopt's result in a char; use an x86_64 client")
-        else:
-            progress("setup: building wrk2 on the client")
-            run_block(session, self.name, block, timeout=900)
-            session.tool = detect(session.client)
-            # the later steps measure with wrk2: their commands (and the run's context) say so
-            session.ctx = live_context(session.server, session.facts, session.tool, session.options,
-                                       session.inventory, session.tomcat.home)
-            save_context(session.recorder.runs_dir, session.run_id, session.ctx, session.recorder)
-            return
-        rec.block(self.name, block.id, "client", block.text, "skipped", reason=reason)
-        rec.warn(reason)
+        fact = rec.record["hosts"]["client"]["facts"].get("load_generator") or {}
+        for block in wrk2_blocks(Wrk2Source.from_context(session.ctx.wrk2_source)):
+            text = blocks[block.id].text
+            if fact.get("built_in_s") is not None:
+                rec.block(self.name, block.id, "client", text, "ran",
+                          how=f"when the run started, on every client ({fact['built_in_s']:.0f} s on the first)")
+            elif session.tool.open_loop:
+                rec.block(self.name, block.id, "client", text, "skipped",
+                          reason=f"wrk2 is installed ({session.tool.binary}, {session.tool.version})")
+            else:
+                rec.block(self.name, block.id, "client", text, "skipped", reason=session.tool.why)
 
 
 STEP = Setup()
