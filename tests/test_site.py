@@ -36,15 +36,18 @@ def _weighted_avg(reports) -> float | None:
     return sum(a * n for a, n in pairs) / sum(n for _, n in pairs) if pairs else None
 
 
-def _merged_p99(reports) -> float | None:
-    """Several clients' p99: the merge's estimate (exact from spectra, else within the clients' own)."""
-    from tunepath.parse.merge import merge_reports
+def _percentile(reports, key: str, uncorrected: bool = False) -> float | None:
+    """One client's percentile (corrected, or wrk2 -U's uncorrected), or several clients' merged:
+    the merge's estimate (exact from spectra, else within the clients' own)."""
+    from tunepath.parse.merge import merge_reports, merge_uncorrected
 
+    if len(reports) == 1:
+        return ((reports[0].uncorrected_percentiles_ms if uncorrected else reports[0].percentiles_ms) or {}).get(key)
     try:
-        est = merge_reports(reports).percentiles.get("99")
+        merged = (merge_uncorrected if uncorrected else merge_reports)(reports)
     except TunepathError:
         return None
-    return est[0] if est else None
+    return merged.estimate(key) if merged else None
 
 
 def _reps(run, step: str, variant: str) -> list:
@@ -65,7 +68,8 @@ def _reps(run, step: str, variant: str) -> list:
             "rps": rps, "requests": requests,
             "avg": _weighted_avg(reports),
             "max": max(r.latency_ms.max for r in reports),
-            "p99": (reports[0].percentiles_ms or {}).get("99") if len(reports) == 1 else _merged_p99(reports),
+            **{f"p{k}{u}": _percentile(reports, k, bool(u)) for k in ("50", "90", "99", "99.9")
+               for u in ("", "_uncorrected")},
             "errors": sum(sum(r.socket_errors.values()) for r in reports),
             "non2xx": sum(r.non_2xx_3xx for r in reports),
             "server_cpu": entry["tomcat_cpu_s"] / requests * 1e6 if entry.get("tomcat_cpu_s") is not None and requests else None,
@@ -99,8 +103,8 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
         return fmt.rate(med("rps"))
     if field in ("latency_avg", "latency_max"):
         return fmt.latency(med(field.split("_")[1]))
-    if field == "latency_p99":
-        return fmt.latency(med("p99"))
+    if pct := re.fullmatch(r"latency_p(50|90|99|999)(_uncorrected)?", field):
+        return fmt.latency(med("p" + {"999": "99.9"}.get(pct[1], pct[1]) + (pct[2] or "")))
     if field == "errors":
         return fmt.count(med("errors"))
     if field == "non_2xx_3xx":

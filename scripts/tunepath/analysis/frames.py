@@ -10,6 +10,11 @@ Derived figures are computed within one run only (one server host, one client):
 the speed-up over that run's own stock baseline, the change against the previous
 measurement of that run's tuning sequence, and, for steps that compare variants, the
 ratio to the step's first variant. Runs from different hosts are never combined.
+
+Latency percentiles come twice where wrk2 ran with ``-U``: ``p50_ms`` … ``p99.9_ms`` corrected for
+coordinated omission (wrk2's "Recorded Latency"), ``p50_uncorrected_ms`` … ``p99.9_uncorrected_ms``
+as measured from when each request was actually sent. Every other report leaves the uncorrected
+ones None (NaN in a variant row).
 """
 
 from __future__ import annotations
@@ -27,21 +32,27 @@ from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, flags_for
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
-__all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS"]
+__all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS",
+           "PERCENTILE_COLUMNS"]
 
 REPETITION_COLUMNS = [
     "run_id", "server", "client", "kind", "same_machine", "step", "variant", "label", "order",
     "repetition", "tool", "command", "offered_rate", "cpus_online", "requests", "duration_s", "bytes_read",
     "requests_per_sec", "transfer_per_sec_bytes", "latency_avg_ms", "latency_stdev_ms", "latency_max_ms",
-    "p50_ms", "p90_ms", "p99_ms", "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors",
-    "jvm_warnings", "client_cpu_us_per_req", "server_cpu_us_per_req", "warnings", "flags",
-    "clients", "latency_merge", "raw",
+    "p50_ms", "p90_ms", "p99_ms", "p99.9_ms",
+    "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms", "p99.9_uncorrected_ms",
+    "socket_errors_total", "non_2xx_3xx", "errors", "jvm_warnings", "client_cpu_us_per_req",
+    "server_cpu_us_per_req", "warnings", "flags", "clients", "latency_merge", "raw",
 ]
 # figures taken as the median of a configuration's repetitions
 MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "transfer_per_sec_bytes",
                   "latency_avg_ms", "latency_stdev_ms", "latency_max_ms", "p50_ms", "p90_ms", "p99_ms",
-                  "p99.9_ms", "socket_errors_total", "non_2xx_3xx", "errors", "client_cpu_us_per_req",
-                  "server_cpu_us_per_req"]
+                  "p99.9_ms", "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms",
+                  "p99.9_uncorrected_ms", "socket_errors_total", "non_2xx_3xx", "errors",
+                  "client_cpu_us_per_req", "server_cpu_us_per_req"]
+# the latency percentiles of a row: corrected (every tool that prints them), uncorrected (wrk2 -U)
+PERCENTILES = ("50", "90", "99", "99.9")
+PERCENTILE_COLUMNS = [f"p{k}_ms" for k in PERCENTILES] + [f"p{k}_uncorrected_ms" for k in PERCENTILES]
 COLUMNS = REPETITION_COLUMNS + [
     "n", "repetitions", "rps_low", "rps_high", "rps_cv", "cpu_low", "cpu_high", "cpu_cv", "interval_level",
     "cpu_level", "change_level", "vs_first_level", "cpu_vs_first_level",
@@ -65,8 +76,6 @@ def offered_rate(command: str) -> float | None:
 
 def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], dict | None]:
     """Several clients at once: their reports parsed, throughput summed, latency merged."""
-    from tunepath.parse.merge import merge_reports
-
     reports = [parse_report_file(path, m.tool) for _, path in m.parts]
     rows = [r.to_row() for r in reports]
     total = lambda key: sum(r[key] for r in rows if r[key] is not None) if any(  # noqa: E731
@@ -83,14 +92,10 @@ def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], d
     flat["latency_max_ms"] = max((r["latency_max_ms"] for r in rows if r["latency_max_ms"] is not None),
                                  default=None)
     flat["latency_stdev_ms"] = None
-    try:
-        merged = merge_reports(reports)
-    except TunepathError as exc:         # e.g. a client printed no percentiles: say so, keep the rest
-        merged = None
-        merge_error = str(exc)
-    for key, col in (("50", "p50_ms"), ("90", "p90_ms"), ("99", "p99_ms"), ("99.9", "p99.9_ms")):
-        est = merged.percentiles.get(key) if merged else None
-        flat[col] = est[0] if est else None
+    merged, merge_error, uncorrected = _merged(reports)
+    for key in PERCENTILES:
+        flat[f"p{key}_ms"] = merged.estimate(key) if merged else None
+        flat[f"p{key}_uncorrected_ms"] = uncorrected.estimate(key) if uncorrected else None
     clients = []
     for (name, path), r, part in zip(m.parts, rows, parts_entries):
         clients.append({"client": name, "requests_per_sec": r["requests_per_sec"], "requests": r["requests"],
@@ -101,7 +106,24 @@ def _combined(m, parts_entries: list[dict]) -> tuple[dict, object, list[dict], d
                    "p99": list(merged.percentiles.get("99") or ())} if merged else
                   {"method": "none", "exactness": f"the clients' latencies could not be merged: {merge_error}",
                    "p99": []})
+    merge_info["uncorrected_method"] = uncorrected.method if uncorrected else None
     return flat, reports, clients, merge_info
+
+
+def _merged(reports):
+    """The clients' corrected latency merged (or None and why not), and their uncorrected latency
+    (wrk2 -U) merged by the same method: None unless every client printed it and it merges."""
+    from tunepath.parse.merge import merge_reports, merge_uncorrected
+
+    try:
+        merged, error = merge_reports(reports), ""
+    except TunepathError as exc:         # e.g. a client printed no percentiles: say so, keep the rest
+        merged, error = None, str(exc)
+    try:
+        uncorrected = merge_uncorrected(reports)
+    except TunepathError:
+        uncorrected = None
+    return merged, error, uncorrected
 
 
 def _client_flags(reports, names, extra, *, tool, command, rate, flat, thresholds) -> list[NoiseFlag]:
@@ -163,8 +185,7 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
                 "transfer_per_sec_bytes": flat["transfer_per_sec_bytes"],
                 "latency_avg_ms": flat["latency_avg_ms"], "latency_stdev_ms": flat["latency_stdev_ms"],
                 "latency_max_ms": flat["latency_max_ms"],
-                "p50_ms": flat["p50_ms"], "p90_ms": flat.get("p90_ms"), "p99_ms": flat["p99_ms"],
-                "p99.9_ms": flat["p99.9_ms"],
+                **{col: flat[col] for col in PERCENTILE_COLUMNS},
                 "socket_errors_total": flat["socket_errors_total"], "non_2xx_3xx": flat["non_2xx_3xx"],
                 "errors": flat["socket_errors_total"],
                 "warnings": list(report.warnings),

@@ -4,6 +4,10 @@ When one client cannot saturate the server, several run at once. Their
 throughputs add up; their latency distributions must be *merged*, not averaged
 (the mean of two p99s is not the p99 of all requests).
 
+wrk2 with ``-U`` also prints the latency *uncorrected* for coordinated omission (measured
+from when each request was actually sent): :func:`merge_uncorrected` merges those blocks by the
+same method, when every client printed one.
+
 Two methods, chosen by what the reports contain:
 
 ``"spectrum"``
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,6 +44,7 @@ __all__ = [
     "MERGE_KEYS",
     "MergedLatency",
     "merge_reports",
+    "merge_uncorrected",
     "spectrum_buckets",
 ]
 
@@ -99,18 +104,33 @@ def spectrum_buckets(spectrum: Sequence[tuple[float, float, int]]) -> list[tuple
 
 def merge_reports(reports: Sequence[WrkReport]) -> MergedLatency:
     """Merge the latency of clients that ran at the same time against one server."""
-    reports = list(reports)
-    if not reports:
-        raise TunepathError("no reports to merge")
-    for i, report in enumerate(reports, 1):
-        if not isinstance(report, WrkReport):
-            raise TunepathError(f"client {i}: expected a parsed wrk/wrk2 report, got {type(report).__name__}")
+    reports = _checked(reports)
     clients = [dict(r.percentiles_ms) if r.percentiles_ms else {} for r in reports]
     rates = [r.requests_per_sec for r in reports]
     total_rps = None if any(x is None or math.isnan(x) for x in rates) else float(sum(rates))
     if all(r.histogram is not None and r.histogram.spectrum for r in reports):
         return _merge_spectra(reports, clients, total_rps)
     return _merge_bounds(reports, clients, total_rps)
+
+
+def merge_uncorrected(reports: Sequence[WrkReport]) -> MergedLatency | None:
+    """Merge the clients' *uncorrected* latency (wrk2 ``-U``) as :func:`merge_reports` merges the
+    corrected one (from the uncorrected spectra, else bounds); None unless every client printed it."""
+    reports = _checked(reports)
+    if not all(r.uncorrected_percentiles_ms for r in reports):
+        return None
+    return merge_reports([replace(r, percentiles_ms=r.uncorrected_percentiles_ms, histogram=r.uncorrected_histogram)
+                          for r in reports])
+
+
+def _checked(reports: Sequence[WrkReport]) -> list[WrkReport]:
+    reports = list(reports)
+    if not reports:
+        raise TunepathError("no reports to merge")
+    for i, report in enumerate(reports, 1):
+        if not isinstance(report, WrkReport):
+            raise TunepathError(f"client {i}: expected a parsed wrk/wrk2 report, got {type(report).__name__}")
+    return reports
 
 
 # --- spectrum ------------------------------------------------------------------

@@ -132,6 +132,7 @@ class WrkReport:
                 row[key] = getattr(stat, name) if stat else None
         for key in PERCENTILE_KEYS:
             row[f"p{key}_ms"] = (self.percentiles_ms or {}).get(key)
+            row[f"p{key}_uncorrected_ms"] = (self.uncorrected_percentiles_ms or {}).get(key)   # wrk2 -U only
         for name, value in self.socket_errors.items():
             row[f"socket_errors_{name}"] = value
         row["socket_errors_total"] = sum(self.socket_errors.values())

@@ -3,6 +3,10 @@
 The frames hold numbers; :func:`display` formats them once (:mod:`tunepath.publish.formatting`)
 into a :class:`Display`, which the Hugo data carries as ``display`` and the ``value``
 shortcode prints by field name. A page's field names are this record's fields.
+
+Each latency percentile comes corrected for coordinated omission (``latency_p99``: what every
+load generator that prints percentiles reports; wrk2's "Recorded Latency") and, where wrk2 ran
+with ``-U``, uncorrected (``latency_p99_uncorrected``); ``PERCENTILES`` maps them to the frames' columns.
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 
-__all__ = ["Display", "display", "clean", "num"]
+__all__ = ["Display", "display", "clean", "num", "PERCENTILES"]
+
+# display field → frames column stem:
+# ``latency_p99`` ← ``p99_ms``, ``latency_p99_uncorrected`` ← ``p99_uncorrected_ms``
+PERCENTILES = {"latency_p50": "p50", "latency_p90": "p90", "latency_p99": "p99", "latency_p999": "p99.9"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,10 @@ class Display:
     latency_p50: str | None
     latency_p90: str | None
     latency_p999: str | None
+    latency_p50_uncorrected: str | None
+    latency_p90_uncorrected: str | None
+    latency_p99_uncorrected: str | None
+    latency_p999_uncorrected: str | None
 
     def to_data(self) -> dict:
         return asdict(self)
@@ -128,4 +140,6 @@ def display(row: dict) -> Display:
         "latency_p50": fmt.latency(num(row.get("p50_ms"))),
         "latency_p90": fmt.latency(num(row.get("p90_ms"))),
         "latency_p999": fmt.latency(num(row.get("p99.9_ms"))),
+        **{f"{field}_uncorrected": fmt.latency(num(row.get(f"{col}_uncorrected_ms")))
+           for field, col in PERCENTILES.items()},
     })

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunepath.publish import formatting as fmt
-from tunepath.publish.display import clean, display, num
+from tunepath.publish.display import PERCENTILES, clean, display, num
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 
@@ -25,7 +25,7 @@ def measurement_entry(row: dict) -> dict:
         "command": row["command"], "offered_rate": num(row["offered_rate"]),
         "requests_per_sec": num(row["requests_per_sec"]),
         "latency_avg_ms": num(row["latency_avg_ms"]), "latency_max_ms": num(row["latency_max_ms"]),
-        "latency_p99_ms": num(row["p99_ms"]), "errors": num(row["errors"]),
+        **latency_percentiles(row), "errors": num(row["errors"]),
         "non_2xx_3xx": num(row["non_2xx_3xx"]), "requests": num(row["requests"]),
         "duration_s": num(row["duration_s"]),
         "speedup_vs_stock": num(row["speedup_vs_stock"]),
@@ -48,6 +48,17 @@ def measurement_entry(row: dict) -> dict:
                     for c in row.get("clients") or []],
         "latency_merge": clean(row.get("latency_merge")),
     })
+
+
+def latency_percentiles(row: dict) -> dict:
+    """A measurement's latency percentiles in ms: ``latency_p99_ms`` corrected for coordinated
+    omission, ``latency_p99_uncorrected_ms`` uncorrected (wrk2 -U only; None otherwise), and so for
+    p50, p90 and p99.9 (``latency_p999_…``)."""
+    out = {}
+    for field, col in PERCENTILES.items():
+        out[f"{field}_ms"] = num(row.get(f"{col}_ms"))
+        out[f"{field}_uncorrected_ms"] = num(row.get(f"{col}_uncorrected_ms"))
+    return out
 
 
 def _flag_entry(flag: NoiseFlag) -> dict:
