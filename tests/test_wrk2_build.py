@@ -142,6 +142,16 @@ def test_a_second_build_of_the_same_source_and_patch_is_skipped(built):
     assert not again.built and ran == [] and again.commit == WRK2_COMMIT
 
 
+def test_another_source_or_patch_on_record_makes_the_run_build_again(built):
+    """The provenance file decides: a different source (or patch) is rebuilt, over the read-only
+    copies an earlier upload left (the vendored tarball is 0444, and an upload keeps the mode;
+    as root this machine cannot show that part: the lab run does)."""
+    _, host, home = built
+    (home / ".tunepath" / "bin" / "wrk2.source").write_text("source=elsewhere\n")
+    again, _ = ensure(host, Wrk2Source.parse(str(VENDOR)), progress=lambda m: None)
+    assert again.built and again.commit == WRK2_COMMIT
+
+
 def test_the_live_run_finds_the_built_wrk2_and_keeps_debians_wrk_as_wrk(built):
     _, host, _ = built
     tool = detect(host)

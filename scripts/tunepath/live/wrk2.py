@@ -223,7 +223,9 @@ def ensure(host, source: Wrk2Source, progress=print) -> tuple[Wrk2Build, list[Bl
     host.run(ran[0].text, timeout=BUILD_TIMEOUT_S, as_written=True,
              hint="wrk2's build dependencies are missing and could not be installed; install them "
                   f"(sudo apt-get install {' '.join(DEPENDENCIES)}) and run again")
-    host.run(f"mkdir -p {SRC_DIR}", timeout=30)
+    # a read-only copy left by an earlier upload (put keeps the local mode) is replaced, not rewritten
+    host.run(f"mkdir -p {SRC_DIR} && rm -f {PATCH_REMOTE} {quote(source.remote_tarball, 'wrk2 tarball')}",
+             timeout=30)
     host.put(PATCH_FILE, PATCH_REMOTE)
     if source.local:
         _upload(host, source)
