@@ -217,7 +217,7 @@ def ensure(host, source: Wrk2Source, progress=print) -> tuple[Wrk2Build, list[Bl
     have, sha = installed(host), patch_sha256()
     if have.get("source") == source.shown and have.get("patch") == sha and have.get("commit") != "unknown":
         return Wrk2Build(host.name, source.shown, have.get("commit"), sha, _version(host), built=False), []
-    progress(f"wrk2: building {source.shown} on {host.name} (about a minute)")
+    progress(f"wrk2: building {source.shown} on {host.name} (seconds with the system LuaJIT)")
     ran = blocks(source)
     t0 = time.monotonic()
     host.run(ran[0].text, timeout=BUILD_TIMEOUT_S, as_written=True,
