@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,3 +53,16 @@ def unavailable(why: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(why)
     pytest.skip(why)
+
+
+@contextmanager
+def serving(server, name: str):
+    """Serve ``server`` (a socketserver) from a thread; yields its (host, port); shuts it down."""
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[:2]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

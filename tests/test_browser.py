@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from conftest import ARTIFACTS, LP_PATH
+from conftest import ARTIFACTS, LP_PATH, serving
 
 pytestmark = pytest.mark.browser
 
@@ -67,15 +66,8 @@ def site_url(built_site):
     handler = functools.partial(_QuietHandler, directory=str(built_site.public))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="site-http", daemon=True)
-    thread.start()
-    try:
-        host, port = server.server_address[:2]
+    with serving(server, "site-http") as (host, port):
         yield f"http://{host}:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 import tunepath
-from conftest import ROOT, SHARED, unavailable
+from conftest import ROOT, SHARED, serving, unavailable
 from tunepath.parse.record import PERCENTILE_KEYS
 from tunepath.parse.reports import parse_report
 
@@ -79,14 +78,8 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture(scope="module")
 def server_url():
     server = _Server(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, name="wrk2-test-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(server, "wrk2-test-server") as (_, port):
+        yield f"http://127.0.0.1:{port}/"
 
 
 # --- the patched source --------------------------------------------------------------------
