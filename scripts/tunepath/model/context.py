@@ -67,6 +67,7 @@ class HostContext:
     wrk2_source: str = WRK2_REPO  # where the set-up step builds wrk2 from (a URL, or a tarball's name)
     uncorrected: bool = False     # wrk2 -U: print the uncorrected latency beside the corrected
     rate_probed: int = 0          # the capacity probe's req/s the offered rate came from (0: no probe)
+    probe_with: str = "wrk"       # the capacity probe's closed-loop tool ("": wrk2 at an unreachable rate)
     threads: int = 128
     connections: int = 1280
     rate: int = 500000

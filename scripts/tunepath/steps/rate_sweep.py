@@ -24,7 +24,7 @@ class RateSweep(SweepStep):
            "rate that still meets a latency objective (default p99 ≤ 10 ms, the parameters `slo_ms` and "
            "`slo_percentile`), beside the maximum throughput. Misses below that rate are flagged as suspected "
            "noise, to be repeated.\n\nA live sweep needs wrk2. It starts Tomcat once, probes its capacity "
-           "(wrk2 offering far more than it can serve), then climbs from half that capacity in steps of a tenth "
+           "(a short closed-loop run with Debian's wrk), then climbs from half that capacity in steps of a tenth "
            "of it, until the objective is missed at two rates in a row or the server serves less than 95 % of "
            "the offered rate; with time left it measures the points nearest the boundary again and flags those "
            "whose repetitions disagree. With Debian's wrk (closed loop) the step is recorded as skipped.")
