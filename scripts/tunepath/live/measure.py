@@ -26,6 +26,8 @@ from tunepath.live.session import Session, progress
 from tunepath.model.shell import quote
 from tunepath.parse.reports import parse_report
 
+NOT_SAMPLED = "not sampled: /proc/stat gave no reading before or after the load"
+
 __all__ = ["measure", "drive", "load_clients", "restart_for", "last_report"]
 
 
@@ -185,7 +187,8 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
     online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     if undo:
         undo()
-    util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a)
+    # a host whose /proc/stat gave no reading (a busy host's `head` failed) is said so, never null
+    util = {("server" if i == 0 else f"client-{i}"): cpu_utilisation(b, a) or NOT_SAMPLED
             for i, (b, a) in enumerate(zip(before, after))}
     if session.inventory.same_machine:
         util["client"] = "same machine as the server"
