@@ -28,7 +28,7 @@ import pandas as pd
 
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
-from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, flags_for
+from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
@@ -54,7 +54,7 @@ MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "t
 PERCENTILES = ("50", "90", "99", "99.9")
 PERCENTILE_COLUMNS = [f"p{k}_ms" for k in PERCENTILES] + [f"p{k}_uncorrected_ms" for k in PERCENTILES]
 COLUMNS = REPETITION_COLUMNS + [
-    "n", "repetitions", "rps_low", "rps_high", "rps_cv", "cpu_low", "cpu_high", "cpu_cv", "interval_level",
+    "n", "dropped", "dropped_why", "repetitions", "rps_low", "rps_high", "rps_cv", "cpu_low", "cpu_high", "cpu_cv", "interval_level",
     "cpu_level", "change_level", "vs_first_level", "cpu_vs_first_level",
     "speedup_vs_stock", "change_vs_previous_pct", "change_low", "change_high", "change_significant",
     "previous_variant", "previous_label", "previous_requests_per_sec",
@@ -223,24 +223,32 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
         run_rows = []
         mine = reps[reps.run_id == run_id]
         for (step, variant), group in mine.groupby(["step", "variant"], sort=False):
-            recs = sorted(group.to_dict("records"), key=lambda r: r["repetition"])
+            every = sorted(group.to_dict("records"), key=lambda r: r["repetition"])
+            # repetitions disturbed from outside are left out (unless every one was: then all count)
+            recs = [r for r in every if not drop_reasons(r["flags"])] or every
+            out = [r for r in every if r not in recs]
             row = dict(recs[0])
             for col in MEDIAN_COLUMNS:
                 row[col] = _median([r[col] for r in recs])
             n = len(recs)
+            row["dropped"] = len(out)
+            row["dropped_why"] = [f"repetition {r['repetition']}: " + "; ".join(f.text for f in drop_reasons(r["flags"]))
+                                  for r in out]
             rps = _summarise([r["requests_per_sec"] for r in recs])
             cpu = _summarise([r["server_cpu_us_per_req"] for r in recs])
             row.update(n=n, rps_low=rps.low, rps_high=rps.high, rps_cv=rps.cv, cpu_low=cpu.low, cpu_high=cpu.high,
                        cpu_cv=cpu.cv, interval_level=rps.level, cpu_level=cpu.level)
             row["rps_values"] = [r["requests_per_sec"] for r in recs]
             row["cpu_values"] = [r["server_cpu_us_per_req"] for r in recs]
-            row["flags"] = [replace(f, repetition=r["repetition"] if n > 1 else None) for r in recs for f in r["flags"]]
+            row["flags"] = [replace(f, repetition=r["repetition"] if len(every) > 1 else None)
+                            for r in every for f in r["flags"]]
             row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
             row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
             row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
-                                   "raw": r["raw"], "flags": [f.to_data() for f in r["flags"]]} for r in recs]
+                                   "raw": r["raw"], "flags": [f.to_data() for f in r["flags"]],
+                                   "dropped": r in out} for r in every]
             row["sort"] = (path.sort_key(step, variant, by_run[run_id].context) if run_id in by_run
                           else (99, 1, 0, variant))
             run_rows.append(row)

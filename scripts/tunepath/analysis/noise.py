@@ -11,6 +11,7 @@ beside), a short ``code`` and a sentence for readers. The checks:
   the client, not the server, may have set the pace;
 - ``rate-short``: wrk2 served less than the offered rate (the server is past capacity);
 - ``calibration``: wrk2's calibration did not complete (too short a run);
+- ``not-steady``: the warm-up's windows never became steady (:mod:`tunepath.analysis.steady`);
 - ``duration``: the measured duration is far from the requested one;
 - ``socket-errors`` and ``non-2xx``: failed requests;
 - ``report-inconsistent``, ``report-derived``, ``report-cut``, ``report-damaged``,
@@ -32,7 +33,12 @@ from dataclasses import asdict, dataclass
 from tunepath.errors import TunepathError
 from tunepath.model.context import parse_cpu_list
 
-__all__ = ["NoiseFlag", "Thresholds", "THRESHOLDS", "flags_for", "requested_duration"]
+__all__ = ["NoiseFlag", "Thresholds", "THRESHOLDS", "flags_for", "requested_duration", "DROP_CODES", "drop_reasons",
+           "cpu_flags"]
+
+# a repetition with one of these (warning) flags is left out of its configuration's interval:
+# something outside the configuration took CPU time while it was measured
+DROP_CODES = ("steal", "foreign-load")
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,11 @@ class NoiseFlag:
         """The flag as recorded beside one repetition (plain JSON)."""
         return {"code": self.code, "field": self.field, "text": self.text, "host": self.host,
                 "severity": self.severity}
+
+
+def drop_reasons(flags) -> list["NoiseFlag"]:
+    """The flags that leave a repetition out of its configuration's figures."""
+    return [f for f in flags if f.code in DROP_CODES and f.severity == "warning"]
 
 
 def _flag(code: str, field: str, text: str, host: str | None = None, severity: str = "warning") -> NoiseFlag:
@@ -165,6 +176,15 @@ def _host_cpu_flags(entry: dict, window, server_cpus: int | None, client_cpus: i
         cpus = server_cpus if host == "server" else client_cpus
         out += _foreign_load_flag(host, u, entry, window, cpus, same_machine=same_machine, proxied=proxied, t=t)
     return out
+
+
+def cpu_flags(entry: dict, server_cpus: int | None, client_cpus: int | None, *, same_machine: bool,
+              proxied: bool = False, thresholds: Thresholds = THRESHOLDS) -> list[NoiseFlag]:
+    """Steal and foreign load of one recorded measurement (``entry``), from its CPU samples alone:
+    what the live flow checks right after measuring, to repeat a disturbed repetition."""
+    same_machine = same_machine or bool((entry.get("placement") or {}).get("shared_kernel"))
+    return _host_cpu_flags(entry, entry.get("window_s"), _count_cpus(entry.get("cpus_online"), server_cpus),
+                           client_cpus, same_machine=same_machine, proxied=proxied, t=thresholds)
 
 
 def _client_saturation_flag(report, entry: dict, window, tool: str | None, client_cpus: int | None,
@@ -263,6 +283,9 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
     measurement's run-record entry (CPU utilisation, Tomcat and client CPU seconds).
     ``proxied``: a proxy on the server took part (its CPU time is not separated)."""
     t = thresholds
+    # hosts that share a kernel (one machine, or network namespaces of one) share /proc/stat: the
+    # server's sample then covers Tomcat and every client's load generator
+    same_machine = same_machine or bool((entry.get("placement") or {}).get("shared_kernel"))
     window = entry.get("window_s") or report.duration_s
     server_cpus = _count_cpus(entry.get("cpus_online"), server_cpus)
     return (_host_cpu_flags(entry, window, server_cpus, client_cpus, same_machine=same_machine,
@@ -272,4 +295,17 @@ def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_ra
             + _calibration_flag(report, tool)
             + _duration_flag(report, command, tool, t)
             + _error_flags(report)
-            + _report_flags(report))
+            + _report_flags(report)
+            + _steady_flag(entry.get("warmup")))
+
+
+def _steady_flag(warmup) -> list[NoiseFlag]:
+    """The warm-up's windows never agreed: the JVM may still have been warming up when measured."""
+    if not isinstance(warmup, dict) or warmup.get("steady") is not False:
+        return []
+    rule = warmup.get("rule") or {}
+    rates = [r for r in warmup.get("windows_rps") or [] if _finite(r)]
+    last = f"; its last windows served {min(rates[-3:]):,.0f}–{max(rates[-3:]):,.0f} req/s" if rates else ""
+    return [_flag("not-steady", "requests_per_sec",
+                  f"measured before steady state: no {rule.get('windows', 3)} warm-up windows in a row served "
+                  f"within ±{rule.get('pct', 5):g} % of their median in {warmup.get('seconds', 0):.0f} s{last}")]

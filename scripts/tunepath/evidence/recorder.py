@@ -258,10 +258,13 @@ class RunRecorder:
                                        != (step, variant, repetition)] + [entry]
         self.save()
 
-    def repetitions(self, step: str, rounds: int, reason: str, rule: dict, order: list[str]) -> None:
-        """How a step's interleaved repetitions ended: rounds, why, the rule and the order."""
+    def repetitions(self, step: str, rounds: int, reason: str, rule: dict, order: list[str],
+                    variants: dict | None = None) -> None:
+        """How a step's interleaved repetitions ended: rounds, why, the rule, the order, and what each
+        variant ended with (``variants``: n, dropped, halfwidth_pct, cv_pct, steady_state_s …)."""
         self.record.setdefault("repetitions", {})[step] = {"rounds": rounds, "reason": self.mask(reason),
-                                                           "rule": rule, "order": order}
+                                                           "rule": rule, "order": order,
+                                                           **({"variants": self.mask(variants)} if variants else {})}
         self.save()
 
     def step_timing(self, step: str, started: float, finished: float) -> None:

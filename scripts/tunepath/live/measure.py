@@ -17,12 +17,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
+from tunepath.analysis.steady import WarmUp
 from tunepath.errors import TunepathError
 from tunepath.live.actions import jvm_warnings, load_pidfile, log_size, run_block
 from tunepath.live.facts import cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
+from tunepath.live.jvmfacts import read_counters
 from tunepath.live.probe import choose_rate
 from tunepath.live.session import Session, progress
+from tunepath.live.warmup import warm_up
+from tunepath.model.context import cpu_ranges
 from tunepath.model.shell import quote
 from tunepath.parse.reports import parse_report
 
@@ -37,6 +41,7 @@ class Started:
 
     waited_s: float = 0.0
     jvm_warnings: tuple[str, ...] = ()
+    warmup: WarmUp | None = None       # the warm-up's windows (None: a fixed warm-up, or none)
 
 
 def drive(session: Session, load_text: str, duration: int, clients: list[Host]) -> list:
@@ -140,8 +145,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     nofile = _open_files(session)
     undo = step.before_load(session, variant, blocks, repetition)
     if "warm-up" in blocks and not smoke and restart:
-        progress(f"{tag}: warm-up {session.ctx.warmup_s} s")
-        run_block(session, step.name, blocks["warm-up"], timeout=session.ctx.warmup_s + 60, repetition=repetition)
+        started = replace(started, warmup=warm_up(session, step, blocks["warm-up"], tag, repetition))
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool = step.load_tool(session, variant)
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
@@ -172,16 +176,21 @@ class Window:
     window_s: float
     tomcat_cpu_s: float | None
     cpus_online: str
+    jvm: dict
 
 
 def _load(session: Session, load, duration: int, clients: list[Host], undo) -> Window:
     """Sample CPU on every host, drive the load, sample again; then undo what ran beside Tomcat."""
-    hosts = [session.server] + ([] if session.inventory.same_machine else session.clients)
+    one_kernel = session.inventory.same_machine or session.ctx.shared_kernel   # one /proc/stat for all
+    hosts = [session.server] + ([] if one_kernel else session.clients)
     before = [cpu_sample(h) for h in hosts]
+    pid = session.tomcat.pid()
+    jvm0 = read_counters(session.server, pid) if pid else None
     cpu0 = session.tomcat.cpu_seconds()
     t0 = time.monotonic()
     results = drive(session, load.text, duration, clients)
     cpu1 = session.tomcat.cpu_seconds()
+    jvm1 = read_counters(session.server, pid) if pid else None
     after = [cpu_sample(h) for h in hosts]
     window = time.monotonic() - t0
     online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
@@ -192,8 +201,23 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
             for i, (b, a) in enumerate(zip(before, after))}
     if session.inventory.same_machine:
         util["client"] = "same machine as the server"
+    elif one_kernel:
+        util["clients"] = "the server's kernel: its figures cover every host"
     tomcat_cpu = round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None
-    return Window(results, util, window, tomcat_cpu, online)
+    return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1))
+
+
+def jvm_facts(before, after) -> dict:
+    """The JVM's GC and JIT counters when the load started, and what changed while it ran."""
+    if before is None or after is None:
+        return {"missing": "Tomcat's pid was not found"}
+    if before.counters is None or after.counters is None:
+        return {"missing": (before.why_missing if before.counters is None else after.why_missing) or "no counters"}
+    try:
+        during = after.counters.minus(before.counters)
+    except TunepathError as exc:
+        return {"missing": f"the counters cannot be compared: {exc}"}
+    return {"start": before.counters.to_dict(), "during": during.to_dict()}
 
 
 def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
@@ -211,7 +235,14 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
         repetition=repetition, parts=parts, cpus_online=window.cpus_online or None, config=config.to_dict(),
         cpu_utilisation=window.utilisation, window_s=round(window.window_s, 3), tomcat_cpu_s=window.tomcat_cpu_s,
         nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
-        client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        placement=placement(session.ctx), jvm=window.jvm, **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
+
+
+def placement(ctx) -> dict:
+    """Where Tomcat and the load generator ran (CPU lists; "" unpinned) and whether they shared a kernel."""
+    return {"shared_kernel": ctx.shared_kernel, "server_cpus": cpu_ranges(ctx.server_pin_cpus),
+            "client_cpus": cpu_ranges(ctx.client_pin_cpus)}
 
 
 def _rate(session: Session, step, variant: str, results: list, tool: str, repetition: int,

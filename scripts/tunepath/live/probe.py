@@ -49,11 +49,11 @@ def probe_block(ctx: HostContext) -> Block:
         return Block("capacity-probe", "client",
                      f"Capacity probe: {d} s closed loop (each connection sends when its answer arrived); the "
                      f"offered rate is {FRACTION * 100:.0f} % of what the server served",
-                     f"{ctx.raise_nofile}\n{quote(ctx.probe_with, 'probe tool')} -t{t} -c{c} -d{d} {url}")
+                     f"{ctx.raise_nofile}\n{ctx.pinned('client')}{quote(ctx.probe_with, 'probe tool')} -t{t} -c{c} -d{d} {url}")
     return Block("capacity-probe", "client",
                  f"Capacity probe: offer far more than the server can serve for {d} s; the offered rate is "
                  f"{FRACTION * 100:.0f} % of what it achieved",
-                 f"{ctx.raise_nofile}\n{quote(ctx.wrk2, 'wrk2')} -t{t} -c{c} -d{d} -R{PROBE_RATE} {url}")
+                 f"{ctx.raise_nofile}\n{ctx.pinned('client')}{quote(ctx.wrk2, 'wrk2')} -t{t} -c{c} -d{d} -R{PROBE_RATE} {url}")
 
 
 def probe_capacity(session, step, variant: str, clients: list, drive) -> float:

@@ -4,18 +4,29 @@ Variants are measured in rounds, so that drift over time (a neighbour's load, th
 page cache) falls on every configuration alike. The :class:`~tunepath.analysis.stats.StoppingRule`
 ends the rounds when every configuration's interval is within the target, at the maximum
 number of repetitions, or when the step's time budget is spent.
+
+A repetition that something outside the configuration disturbed (CPU steal, or foreign load:
+:data:`tunepath.analysis.noise.DROP_CODES`) does not count: it stays in the run as evidence,
+is left out of the figures, and is measured again at once while the budget allows (at most
+:data:`RETRIES` times in a round). What each configuration ended with (values counted, dropped
+and why, interval half-width, CV, time to steady state) is recorded as the step's
+``repetitions[step]["variants"]``.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 
-from tunepath.analysis.stats import StoppingRule
+from tunepath.analysis.noise import cpu_flags, drop_reasons
+from tunepath.analysis.stats import StoppingRule, summarise
 from tunepath.live.loadgen import get_profile
 from tunepath.live.measure import measure
 from tunepath.live.session import Session, progress
 
-__all__ = ["repeat", "stopping_rule"]
+__all__ = ["repeat", "stopping_rule", "RETRIES"]
+
+RETRIES = 2      # a disturbed repetition is measured again at most this many times in one round
 
 
 def stopping_rule(session: Session) -> StoppingRule:
@@ -32,12 +43,67 @@ def stopping_rule(session: Session) -> StoppingRule:
                         time_budget_s=given(opts.step_budget_s, profile.step_budget_s))
 
 
+class _Tally:
+    """Each variant's counted values, dropped repetitions and the next repetition number."""
+
+    def __init__(self, variants: list[str]):
+        self.samples: dict[str, list[float]] = {v: [] for v in variants}
+        self.dropped: dict[str, list[str]] = {v: [] for v in variants}
+        self.steady: dict[str, list[float]] = {v: [] for v in variants}
+        self.next: dict[str, int] = {v: 1 for v in variants}
+
+    def summary(self, variant: str) -> dict:
+        values = self.samples.get(variant) or []
+        s = summarise(values) if values else None
+        width = s.rel_half_width_pct() if s else None
+        return {"n": len(values), "dropped": len(self.dropped[variant]), "dropped_why": self.dropped[variant],
+                "halfwidth_pct": None if width is None else round(width, 2),
+                "level": s.level if s and s.low is not None else None,
+                "cv_pct": None if not s or s.cv is None else round(s.cv * 100, 2),
+                "steady_state_s": round(statistics.median(self.steady[variant]), 1) if self.steady[variant] else None}
+
+
+def _disturbed(session: Session, step, variant: str) -> list:
+    """The drop flags of the measurement just recorded (steal, foreign load)."""
+    entry = session.recorder.record["measurements"][-1]
+    return drop_reasons(cpu_flags(entry, session.facts.get("cpus"), session.tool.client_cpus,
+                                  same_machine=session.inventory.same_machine, proxied=step.shares_server(variant)))
+
+
+def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: StoppingRule,
+                     started: float) -> None:
+    """Measure ``variant`` once, again (at most RETRIES times) while a repetition was disturbed."""
+    for attempt in range(RETRIES + 1):
+        repetition = tally.next[variant]
+        tally.next[variant] += 1
+        recorded, rps = measure(session, step, variant, repetition=repetition)
+        if not recorded:
+            tally.samples.pop(variant, None)      # e.g. JMeter measured nothing: skipped, not repeated
+            return
+        entry = session.recorder.record["measurements"][-1]
+        flags = _disturbed(session, step, variant)
+        if not flags:
+            if rps is not None:
+                tally.samples[variant].append(rps)
+            if (entry.get("warmup") or {}).get("steady_after_s") is not None:
+                tally.steady[variant].append(entry["warmup"]["steady_after_s"])
+            return
+        why = "; ".join(f.text for f in flags)
+        tally.dropped[variant].append(f"repetition {repetition}: {why}")
+        over = rule.time_budget_s is not None and time.monotonic() - started > rule.time_budget_s
+        progress(f"{step.name}/{variant} #{repetition}: left out ({why})"
+                 + ("" if attempt == RETRIES or over else "; measuring it again"))
+        if over:
+            return
+
+
 def repeat(session: Session, step, variants: list[str]) -> None:
     """Measure ``variants`` of ``step`` in interleaved rounds and record why the rounds stopped."""
     rule = stopping_rule(session)
     session.repeating = rule.max_repetitions > 1
-    samples: dict[str, list[float]] = {v: [] for v in variants}
+    tally = _Tally(variants)
     started, rounds, reason = time.monotonic(), 0, ""
+    order = list(variants)
     while True:
         rounds += 1
         t0 = time.monotonic()
@@ -46,15 +112,12 @@ def repeat(session: Session, step, variants: list[str]) -> None:
                 progress(f"{step.name}: round {rounds} of at most {rule.max_repetitions}, variant {i + 1}/"
                          f"{len(variants)} ({variant}); {time.monotonic() - started:.0f} s spent"
                          + (f" of a {rule.time_budget_s:.0f} s budget" if rule.time_budget_s else ""))
-            recorded, rps = measure(session, step, variant, repetition=rounds)
-            if not recorded:
-                samples.pop(variant, None)      # e.g. JMeter measured nothing: skipped, not repeated
-            elif rps is not None:
-                samples[variant].append(rps)
-        variants = [v for v in variants if v in samples]
+            _measure_counted(session, step, variant, tally, rule, started)
+        variants = [v for v in variants if v in tally.samples]
         if not variants:
             break
-        more, reason = rule.decide(samples, time.monotonic() - started, time.monotonic() - t0)
+        more, reason = rule.decide({v: tally.samples[v] for v in variants}, time.monotonic() - started,
+                                   time.monotonic() - t0)
         if not more:
             break
         progress(f"{step.name}: another round: {reason}")
@@ -62,5 +125,5 @@ def repeat(session: Session, step, variants: list[str]) -> None:
         session.recorder.repetitions(step.name, rounds=rounds, reason=reason, rule={
             "min_repetitions": rule.min_repetitions, "max_repetitions": rule.max_repetitions,
             "ci_target_pct": rule.ci_target_pct, "time_budget_s": rule.time_budget_s},
-            order=variants)
+            order=variants, variants={v: tally.summary(v) for v in order if v in tally.samples})
         progress(f"{step.name}: {rounds} round(s): {reason}")

@@ -21,6 +21,7 @@ from tunepath.live.facts import gather_facts
 from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
 from tunepath.live.hoststate import acquire_lock, release_lock
 from tunepath.live.loadgen import LoadTool, detect
+from tunepath.live.placement import apply as apply_placement, placement_for
 from tunepath.live.session import (SIDE_FILES, LiveOptions, expand_home, live_context, mask_names_file,
                                    masker_for, progress, save_context, side_file, write_private)
 from tunepath.live.tomcat import Tomcat, java_binary
@@ -83,6 +84,9 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
             record = run_record(run_id, server_name, found, options, inventory, steps)
             record["notes"] += [{"text": b.note()} for b in builds]
             ctx = live_context(server, found.facts, found.tool, options, inventory, found.tomcat_home)
+            placement = placement_for(server, clients, found.facts)
+            ctx = apply_placement(ctx, placement)
+            record["notes"].append({"text": placement.note()})
             record["context"] = ctx.to_dict()
             recorder = RunRecorder(runs_dir, record, masker_for(inventory, options, runs_dir, run_id))
             save_context(runs_dir, run_id, ctx)        # every step's session reuses it

@@ -120,6 +120,9 @@ class Tomcat:
                                 "move it away or choose another --tomcat-home")
         if not sha512:
             raise TunepathError("refusing to install Tomcat without a SHA-512 checksum to verify")
+        if not tarball and not url:
+            raise TunepathError(f"on {self.host.name}: Tomcat is not installed in {self.home}; give --tomcat-tarball "
+                                "FILE (scripts/run passes the one it fetched) or --tomcat-url URL")
         if url and re.match(r"^[a-z]+://[^/]*@", url):
             raise TunepathError("the Tomcat URL carries credentials: they would be recorded; use a plain URL "
                                 "or upload a local tarball")

@@ -19,6 +19,7 @@ __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_r
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
 MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
 NIC_CHANNELS = ("combined", "rx-tx")
+CPU_FIELDS = ("baseline_cpus", "numa_cpus", "server_pin_cpus", "client_pin_cpus")
 
 
 def _check_type(key: str, value, default) -> None:
@@ -85,6 +86,12 @@ class HostContext:
     sweep_threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 200)   # maxThreads values of the thread sweep
     sweep_rates: tuple[int, ...] = ()   # offered rates of the rate sweep; () derives them from `rate`
     sweep_warmup_rate: int = 0          # the rate sweep's warm-up rate; 0: a tenth of `rate`
+    shared_kernel: bool = False   # server and clients run on one kernel (one machine, or its namespaces)
+    server_pin_cpus: tuple[int, ...] = ()   # Tomcat's CPUs (taskset) where server and client share a kernel
+    client_pin_cpus: tuple[int, ...] = ()   # … and the load generator's; () runs unpinned
+    warmup_window_s: int = 0      # steady-state warm-up: windows this long (0: one warm-up run of warmup_s)
+    steady_windows: int = 3       # … until this many windows in a row agree
+    steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
 
     def __post_init__(self):
         for key in ("nic_channels", "hugepage_kb"):
@@ -101,7 +108,7 @@ class HostContext:
         for key, value in data.items():
             _check_type(key, value, known[key])
         values = dict(data)
-        for key in ("baseline_cpus", "numa_cpus"):
+        for key in CPU_FIELDS:
             if key in values:
                 values[key] = tuple(parse_cpu_list(values[key]))
         for key in ("sweep_threads", "sweep_rates"):
@@ -111,9 +118,33 @@ class HostContext:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["baseline_cpus"] = cpu_ranges(self.baseline_cpus)
-        out["numa_cpus"] = cpu_ranges(self.numa_cpus)
+        for key in CPU_FIELDS:
+            out[key] = cpu_ranges(getattr(self, key))
         return out
+
+    def pinned(self, role: str) -> str:
+        """``taskset -c 1 `` before a command of ``role`` ("server": Tomcat; "client": the load
+        generator) when the run pins them to disjoint CPUs, else nothing."""
+        cpus = self.server_pin_cpus if role == "server" else self.client_pin_cpus
+        return f"taskset -c {cpu_ranges(cpus)} " if cpus else ""
+
+    @property
+    def steady_state(self) -> bool:
+        """Warm up in short windows until the throughput is steady (else one fixed warm-up run)."""
+        return bool(self.warmup_window_s and self.warmup_s)
+
+    def warmup_command(self) -> str:
+        """One warm-up window: the closed-loop tool (Debian's wrk, as fast as Tomcat answers) where
+        the client has it, else the load generator at its rate."""
+        if not self.steady_state:
+            return self.load_command(duration_s=self.warmup_s)
+        c, t, d = (number(v, f"host context {k}") for k, v in
+                   (("connections", self.connections), ("threads", self.threads), ("window", self.warmup_window_s)))
+        if not self.probe_with:
+            return self.load_command(duration_s=self.warmup_window_s)
+        tool = quote(self.probe_with, "host context probe_with")
+        return (f"{self.raise_nofile}\n{self.pinned('client')}{tool} -c{c} -t{t} -d{d} "
+                f"{quote(self.url, 'host context URL')}")
 
     @property
     def rates(self) -> tuple[int, ...]:
@@ -134,7 +165,7 @@ class HostContext:
         t, c, d, r = (number(v, f"host context {k}") for k, v in
                       (("threads", self.threads), ("connections", self.connections), ("duration", d), ("rate", rate)))
         tool = quote(self.load_generator, "host context load_generator")
-        return f"{tool} -t{t} -c{c} -d{d} -R{r}{extra} {quote(self.url, 'host context URL')}"
+        return f"{self.pinned('client')}{tool} -t{t} -c{c} -d{d} -R{r}{extra} {quote(self.url, 'host context URL')}"
 
     @property
     def wrk2(self) -> str:
@@ -161,7 +192,8 @@ class HostContext:
         rate = f" -R{r}" if self.open_loop else ""
         latency = (" -U" if self.open_loop and self.uncorrected else "") + (" --latency" if self.latency_flag else "")
         tool = quote(self.load_generator, "host context load_generator")
-        return f"{self.raise_nofile}\n{tool} -c{c} -t{t}{rate} -d{d}{latency} {quote(self.url, 'host context URL')}"
+        return (f"{self.raise_nofile}\n{self.pinned('client')}{tool} -c{c} -t{t}{rate} -d{d}{latency} "
+                f"{quote(self.url, 'host context URL')}")
 
 
 def parse_cpu_list(value) -> list[int]:

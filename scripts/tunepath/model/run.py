@@ -85,14 +85,46 @@ class Repetitions:
     reason: str
     rule: dict
     order: tuple[str, ...] = ()
+    variants: tuple[tuple[str, "Precision"], ...] = ()    # what each variant ended with, in order
 
     @classmethod
     def from_data(cls, data: dict) -> "Repetitions":
         return cls(int(data["rounds"]), data.get("reason", ""), dict(data.get("rule") or {}),
-                   tuple(data.get("order") or ()))
+                   tuple(data.get("order") or ()),
+                   tuple((v, Precision.from_data(p)) for v, p in (data.get("variants") or {}).items()))
 
     def to_data(self) -> dict:
-        return {"rounds": self.rounds, "reason": self.reason, "rule": dict(self.rule), "order": list(self.order)}
+        out = {"rounds": self.rounds, "reason": self.reason, "rule": dict(self.rule), "order": list(self.order)}
+        if self.variants:
+            out["variants"] = {v: p.to_data() for v, p in self.variants}
+        return out
+
+    def precision(self, variant: str) -> "Precision | None":
+        return dict(self.variants).get(variant)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How precise one variant's figure ended up: values counted, dropped (and why), the interval's
+    half-width and level, the CV, and the median time to steady state."""
+
+    n: int
+    dropped: int = 0
+    dropped_why: tuple[str, ...] = ()
+    halfwidth_pct: float | None = None
+    level: float | None = None
+    cv_pct: float | None = None
+    steady_state_s: float | None = None
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Precision":
+        return cls(int(data.get("n") or 0), int(data.get("dropped") or 0), tuple(data.get("dropped_why") or ()),
+                   data.get("halfwidth_pct"), data.get("level"), data.get("cv_pct"), data.get("steady_state_s"))
+
+    def to_data(self) -> dict:
+        return {"n": self.n, "dropped": self.dropped, "dropped_why": list(self.dropped_why),
+                "halfwidth_pct": self.halfwidth_pct, "level": self.level, "cv_pct": self.cv_pct,
+                "steady_state_s": self.steady_state_s}
 
 
 @dataclass(frozen=True)
@@ -116,6 +148,9 @@ class LiveFigures:
     nofile: int | None = None
     ready_after_s: float | None = None
     parts: tuple[ClientPart, ...] = ()
+    warmup: dict | None = None        # the steady-state warm-up (tunepath.analysis.steady.WarmUp.to_dict)
+    placement: dict | None = None     # shared_kernel, server_cpus, client_cpus (taskset; "" unpinned)
+    jvm: dict | None = None           # GC/JIT counters: "start" and "during" (parse.hsperf), or "missing"
 
     @classmethod
     def from_data(cls, data: dict) -> "LiveFigures":
@@ -123,7 +158,7 @@ class LiveFigures:
                       for p in data.get("parts") or ())
         return cls(dict(data.get("cpu_utilisation") or {}), data.get("window_s"), data.get("tomcat_cpu_s"),
                    data.get("client_cpu_s"), tuple(data.get("jvm_warnings") or ()), data.get("nofile"),
-                   data.get("ready_after_s"), parts)
+                   data.get("ready_after_s"), parts, data.get("warmup"), data.get("placement"), data.get("jvm"))
 
     def to_data(self) -> dict:
         return asdict(self)

@@ -50,9 +50,11 @@ class Baseline(Step):
 
     def plan(self, ctx: HostContext) -> list[Block]:
         home = ctx.tomcat_home
-        offline = [] if len(ctx.baseline_cpus) >= ctx.total_cpus else [
+        kept = set(ctx.baseline_cpus) | set(ctx.client_pin_cpus)     # a client on this kernel keeps its CPUs
+        client = f" (and the load generator's {cpu_ranges(ctx.client_pin_cpus)})" if ctx.client_pin_cpus else ""
+        offline = [] if len(kept) >= ctx.total_cpus else [
             Block("offline-cpus", "server",
-                  f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)} online and take every other CPU offline",
+                  f"Keep CPUs {cpu_ranges(ctx.baseline_cpus)}{client} online and take every other CPU offline",
                   offline_all_but(ctx, ctx.baseline_cpus), disruptive=True)]
         return [
             grub("iommu-strict", "Align the IOMMU with stock Ubuntu (strict, translated) and reboot",

@@ -71,7 +71,7 @@ def tomcat_path(ctx: HostContext, relative: str) -> str:
 def start_lines(ctx: HostContext) -> str:
     return (f"export CATALINA_PID={tomcat_path(ctx, 'temp/tomcat.pid')}\n"
             f"{ctx.raise_nofile}\n"
-            f"{tomcat_path(ctx, 'bin/startup.sh')}")
+            f"{ctx.pinned('server')}{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
 def restart(ctx: HostContext) -> Block:
@@ -80,13 +80,17 @@ def restart(ctx: HostContext) -> Block:
                  f"export CATALINA_PID={tomcat_path(ctx, 'temp/tomcat.pid')}\n"
                  f"{tomcat_path(ctx, 'bin/shutdown.sh')} 10 -force >/dev/null 2>&1\n"
                  f"{ctx.raise_nofile}\n"
-                 f"{tomcat_path(ctx, 'bin/startup.sh')}")
+                 f"{ctx.pinned('server')}{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
 def warm_up(ctx: HostContext) -> list[Block]:
     """The JIT warm-up before each measurement (none when the context has no warm-up)."""
     if not ctx.warmup_s:
         return []
+    if ctx.steady_state:
+        title = (f"Warm up in {ctx.warmup_window_s} s windows until {ctx.steady_windows} in a row serve within "
+                 f"±{ctx.steady_pct} % of their median, for at most {ctx.warmup_s} s (not measured)")
+        return [Block("warm-up", "client", title, ctx.warmup_command())]
     return [Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
                   ctx.load_command(duration_s=ctx.warmup_s))]
 
@@ -109,20 +113,25 @@ def grub(block_id: str, title: str, cmdline: str) -> Block:
 
 
 def set_cpus(cpus: Iterable[int], online: bool) -> str:
+    """The loop that sets CPUs online or offline ("" for no CPUs)."""
     cpus = [int(number(c, "CPU number")) for c in cpus]     # brace ranges stay unquoted: numbers only
+    if not cpus:
+        return ""
     return (f"for no in {brace_ranges(cpus)}; do sudo bash -c "
             f"\"echo {1 if online else 0} > /sys/devices/system/cpu/cpu${{no}}/online\"; done")
 
 
 def offline_all_but(ctx: HostContext, keep: tuple[int, ...]) -> str:
-    others = [c for c in range(ctx.total_cpus) if c not in set(keep)]
+    """Take every CPU offline but ``keep`` and the load generator's pinned CPUs (a client that shares
+    the server's kernel keeps its own CPUs)."""
+    others = [c for c in range(ctx.total_cpus) if c not in set(keep) | set(ctx.client_pin_cpus)]
     return set_cpus(others, online=False)
 
 
 def move_cpus(ctx: HostContext) -> Block:
     return Block("move-cpus", "server",
                  f"Bring CPUs {cpu_ranges(ctx.numa_cpus)} online and take every other CPU offline",
-                 set_cpus(ctx.numa_cpus, online=True) + "\n" + offline_all_but(ctx, ctx.numa_cpus),
+                 "\n".join(filter(None, (set_cpus(ctx.numa_cpus, online=True), offline_all_but(ctx, ctx.numa_cpus)))),
                  disruptive=True)
 
 

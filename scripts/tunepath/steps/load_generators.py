@@ -109,24 +109,25 @@ class LoadGenerators(Step):
         d, c, t = (number(ctx.duration_s, "duration"), number(ctx.connections, "connections"),
                    number(ctx.threads, "threads"))
         url, rate = quote(ctx.url, "URL"), number(ctx.rate, "rate")
+        pin = ctx.pinned("client")
         return [
             Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
-                  f"{ctx.raise_nofile}\n{quote(ctx.wrk2, 'wrk2')} -c{c} -t{t} -R{rate} -d{d}"
+                  f"{ctx.raise_nofile}\n{pin}{quote(ctx.wrk2, 'wrk2')} -c{c} -t{t} -R{rate} -d{d}"
                   + (" -U" if ctx.uncorrected else "") + f" --latency {url}", variant="wrk2"),
             Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
-                  f"{ctx.raise_nofile}\nwrk -c{c} -t{t} -d{d} --latency {url}", variant="wrk"),
+                  f"{ctx.raise_nofile}\n{pin}wrk -c{c} -t{t} -d{d} --latency {url}", variant="wrk"),
             Block("load-ab", "client", "ab: one thread, keep-alive, for the same time",
-                  f"{ctx.raise_nofile}\nab -k -c {c} -t {d} -n 100000000 {url}", variant="ab"),
+                  f"{ctx.raise_nofile}\n{pin}ab -k -c {c} -t {d} -n 100000000 {url}", variant="ab"),
             Block("siegerc", "client", f"siege: save these settings as {SIEGE_RC} on the client",
                   siege_rc(ctx), lang="ini", variant="siege"),
             Block("load-siege", "client", "siege: benchmark mode (no delay), one simulated user per connection, "
                   "for the same time; its summary goes to stderr",
-                  f"{ctx.raise_nofile}\nsiege -R {quote(SIEGE_RC)} -b -c {c} -t {d}S {url} 2>&1", variant="siege"),
+                  f"{ctx.raise_nofile}\n{pin}siege -R {quote(SIEGE_RC)} -b -c {c} -t {d}S {url} 2>&1", variant="siege"),
             Block("jmeter-plan", "client", f"JMeter: save this test plan as {JMETER_PLAN} on the client",
                   JMETER_PLAN_XML, lang="xml", variant="jmeter"),
             Block("load-jmeter", "client", "JMeter: non-GUI mode, one thread per connection, for the same time; "
                   "then its dashboard's statistics, computed over every sample",
-                  f"{ctx.raise_nofile}\njmeter -n -t {quote(JMETER_PLAN)} -Jthreads={c} -Jduration={d} "
+                  f"{ctx.raise_nofile}\n{pin}jmeter -n -t {quote(JMETER_PLAN)} -Jthreads={c} -Jduration={d} "
                   f"-Jhost={quote(ctx.server_address, 'server_address')} -Jport={port(ctx.port)} "
                   f"-Jpath={quote(ctx.path, 'path')} -j ~/.tunepath/jmeter.log -l {quote(JMETER_RESULTS)} -f "
                   f"-e -o {quote(JMETER_REPORT)} -Jjmeter.reportgenerator.statistic_window=-1\n"

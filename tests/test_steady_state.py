@@ -1,0 +1,84 @@
+"""Steady-state warm-up, CPU placement and noise-aware repetitions (issue 14): the pure parts.
+
+The live parts (windows over SSH, taskset on real processes) run in test_live and the lab tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tunepath.analysis.noise import cpu_flags, drop_reasons, flags_for
+from tunepath.analysis.steady import WarmUp, spread_pct, steady_at
+from tunepath.live.placement import Placement, apply, decide
+from tunepath.model.context import HostContext
+from tunepath.parse.record import WrkReport
+from tunepath.steps import REGISTRY
+
+
+def test_steady_needs_k_windows_in_a_row_within_the_band():
+    climbing = [3000, 8000, 12000, 21000, 27000, 34000, 33500, 34200, 33900]
+    assert steady_at(climbing, 3, 5) == 7            # 34000, 33500, 34200: within ±5 % of 34000
+    assert steady_at(climbing, 3, 1) is None          # never within ±1 %
+    assert steady_at([100, 100, None, 100, 100], 3, 5) is None   # a window without a reading breaks the run
+    assert steady_at([100, 100, None, 100, 100, 101], 3, 5) == 5
+    assert spread_pct([95, 100, 105]) == pytest.approx(5.0)
+    with pytest.raises(ValueError):
+        steady_at([1], 0, 5)
+
+
+def test_warmup_record_round_trips_and_says_when_never_steady():
+    w = WarmUp(3, (1000.0, 2000.0, None), 9.4, None, 3, 5.0, "wrk")
+    data = w.to_dict()
+    assert data["steady"] is False and data["windows_rps"] == [1000.0, 2000.0, None]
+    assert WarmUp.from_dict(data) == w
+    flag = [f for f in flags_for_warmup(data) if f.code == "not-steady"]
+    assert flag and "±5 %" in flag[0].text
+    assert not [f for f in flags_for_warmup(dict(data, steady=True, steady_after_s=9.0)) if f.code == "not-steady"]
+
+
+def flags_for_warmup(warmup: dict):
+    report = WrkReport(tool="wrk", requests=1000, duration_s=10.0, requests_per_sec=100.0)
+    return flags_for(report, {"warmup": warmup}, tool="wrk", command="wrk -d10 http://x/", offered_rate=None,
+                     server_cpus=2, client_cpus=2, same_machine=False)
+
+
+def test_placement_splits_online_cpus_only_when_the_kernel_is_shared():
+    assert decide([0, 1], shared=False) == Placement((), (), "the server and the clients are separate hosts")
+    assert decide([0], shared=True).server_cpus == ()
+    p = decide([0, 1, 2, 3, 4], shared=True)
+    assert (p.server_cpus, p.client_cpus) == ((0, 1, 2), (3, 4))
+    ctx = apply(HostContext(total_cpus=2, baseline_cpus=(0, 1), numa_cpus=(0, 1)), decide([0, 1], shared=True))
+    assert (ctx.server_pin_cpus, ctx.client_pin_cpus, ctx.baseline_cpus, ctx.shared_kernel) == ((0,), (1,), (0,), True)
+    assert ctx.nic_queues == 1
+    assert HostContext.from_dict(ctx.to_dict()) == ctx
+
+
+def test_pinned_commands_and_the_client_cpus_stay_online():
+    ctx = apply(HostContext(total_cpus=4, baseline_cpus=(0,), numa_cpus=(0,)), decide([0, 1, 2, 3], shared=True))
+    blocks = {b.id: b.text for b in REGISTRY.get("baseline").plan(ctx)}
+    assert "taskset -c 0-1 " in blocks["restart-tomcat"]
+    assert "taskset -c 2-3 " in blocks["load"]
+    # the client's CPUs 2-3 are never taken offline; CPU 1 (neither kept nor the client's) is
+    assert "{1..1}" not in blocks["offline-cpus"] and "for no in 1;" in blocks["offline-cpus"]
+    unpinned = {b.id: b.text for b in REGISTRY.get("baseline").plan(HostContext())}
+    assert "taskset" not in "".join(unpinned.values())
+    two = apply(HostContext(total_cpus=2, baseline_cpus=(0,), numa_cpus=(0,)), decide([0, 1], shared=True))
+    assert "offline-cpus" not in {b.id for b in REGISTRY.get("baseline").plan(two)}   # nothing left to offline
+
+
+def test_steady_state_warm_up_block_is_one_window_of_the_closed_loop_tool():
+    ctx = HostContext(warmup_s=30, warmup_window_s=3, probe_with="wrk", client_pin_cpus=(1,))
+    block = next(b for b in REGISTRY.get("baseline").plan(ctx) if b.id == "warm-up")
+    assert "taskset -c 1 wrk -c1280 -t128 -d3 " in block.text and "-R" not in block.text
+    assert "3 s windows" in block.title and "at most 30 s" in block.title
+
+
+def test_a_shared_kernel_counts_every_load_generator_as_own_cpu():
+    entry = {"cpu_utilisation": {"server": {"busy": 95.0, "steal": 0.0}}, "window_s": 10.0,
+             "tomcat_cpu_s": 9.5, "client_cpu_s": 9.0, "cpus_online": "0-1"}
+    foreign = cpu_flags(entry, 2, 2, same_machine=False)
+    assert [f.code for f in foreign] == ["foreign-load"] and drop_reasons(foreign)
+    shared = dict(entry, placement={"shared_kernel": True, "server_cpus": "0", "client_cpus": "1"})
+    assert cpu_flags(shared, 2, 2, same_machine=False) == []
+    busy = dict(shared, cpu_utilisation={"server": {"busy": 99.0, "steal": 0.0}}, client_cpu_s=4.0)
+    assert drop_reasons(cpu_flags(busy, 2, 2, same_machine=False))     # 5.3 s of 20 busy elsewhere
