@@ -18,7 +18,8 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 
-__all__ = ["Display", "display", "clean", "num", "PERCENTILES"]
+__all__ = ["Display", "display", "clean", "num", "PERCENTILES", "PrecisionDisplay", "precision_display",
+           "placement_text", "warmup_text"]
 
 # display field → frames column stem:
 # ``latency_p99`` ← ``p99_ms``, ``latency_p99_uncorrected`` ← ``p99_uncorrected_ms``
@@ -143,3 +144,61 @@ def display(row: dict) -> Display:
         **{f"{field}_uncorrected": fmt.latency(num(row.get(f"{col}_uncorrected_ms")))
            for field, col in PERCENTILES.items()},
     })
+
+
+@dataclass(frozen=True)
+class PrecisionDisplay:
+    """How precise one variant's figure is, formatted (what the ``precision`` shortcode prints)."""
+
+    n: str                  # values counted
+    dropped: str            # repetitions left out
+    halfwidth: str          # the interval's half-width in % of the median: "±2.3 %" ("n/a": no interval)
+    level: str              # the level that interval reaches: "93.8 %" ("" without one)
+    halfwidth_level: str    # both: "±2.3 % (93.8 %)"
+    cv: str                 # coefficient of variation: "1.8 %"
+    steady_state: str       # median seconds to steady state: "35.0"; "never"; "n/a" (no steady-state warm-up)
+    not_steady: str         # measurements never steady, of those with a steady-state warm-up: "1 of 6"
+
+    def to_data(self) -> dict:
+        return asdict(self)
+
+
+def precision_display(n, dropped, halfwidth_pct, level, cv_pct, steady_state_s, warmups: int,
+                      not_steady: int | None) -> PrecisionDisplay:
+    """The strings of one variant's ``precision`` entry (``warmups``: its measurements that
+    recorded a steady-state warm-up; ``not_steady``: how many of them never became steady)."""
+    width, lvl = fmt.plus_minus_pct(halfwidth_pct), fmt.level(level)
+    if num(steady_state_s) is not None:
+        steady = f"{steady_state_s:,.1f}"
+    else:
+        steady = "never" if warmups and not_steady else fmt.NA
+    return PrecisionDisplay(
+        n=fmt.count(n), dropped=fmt.count(dropped), halfwidth=width, level=lvl,
+        halfwidth_level=f"{width} ({lvl})" if width != fmt.NA and lvl else width,
+        cv=fmt.percent(cv_pct), steady_state=steady, not_steady=fmt.of(not_steady, warmups))
+
+
+def placement_text(*, recorded: bool, pinned: bool | None, shared_kernel: bool | None, server_cpus: str,
+                   client_cpus: str, same_machine: bool) -> str:
+    """One sentence: where Tomcat and the load generator ran."""
+    if not recorded:
+        return "This run recorded no CPU placement" + (" (server and client on one machine)." if same_machine else ".")
+    if pinned:
+        client = f"on {fmt.cpu_set(client_cpus)}" if client_cpus else "unpinned"
+        why = ", as they share one kernel" if shared_kernel else ""
+        return f"Tomcat ran on {fmt.cpu_set(server_cpus)} and the load generator {client} (taskset){why}."
+    if shared_kernel:
+        return "Tomcat and the load generator shared one kernel and ran unpinned, taking turns on the same CPUs."
+    return "Tomcat and the load generator ran unpinned on separate hosts, each on its own CPUs."
+
+
+def warmup_text(*, recorded: bool, steady_state: bool, window_s: int, windows: int, pct, cap_s: int) -> str:
+    """One sentence: what came before each measurement."""
+    if not recorded:
+        return "The run recorded no warm-up rule."
+    if steady_state:
+        return (f"Each measurement started once {windows} warm-up windows of {window_s} s in a row served "
+                f"within ±{pct:g} % of their median, or after at most {cap_s} s of warm-up (then marked not steady).")
+    if cap_s:
+        return f"Each measurement followed one warm-up run of {cap_s} s (a fixed time, not a test for steady state)."
+    return "No warm-up ran before a measurement."

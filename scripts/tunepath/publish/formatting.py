@@ -125,3 +125,23 @@ def significance(flag, has_interval: bool = False) -> str:
 
 def repetitions(n) -> str:
     return "" if _missing(n) or int(n) <= 1 else f"{int(n)}"
+
+
+def plus_minus_pct(pct) -> str:
+    """An interval's half-width in % of its median: ``2.314`` → ``±2.3 %``; absent → ``n/a``."""
+    return NA if _missing(pct) else f"±{pct:.1f} %"
+
+
+def percent(pct) -> str:
+    """A value already in %: ``1.804`` → ``1.8 %``; absent → ``n/a``."""
+    return NA if _missing(pct) else f"{pct:.1f} %"
+
+
+def of(part, whole) -> str:
+    """``1 of 6``; ``n/a`` without a whole."""
+    return NA if _missing(part) or _missing(whole) or not whole else f"{int(part):,} of {int(whole):,}"
+
+
+def cpu_set(cpus: str) -> str:
+    """A CPU list as a sentence names it: ``0`` → ``CPU 0``; ``0-3,8`` → ``CPUs 0-3,8``."""
+    return f"CPU {cpus}" if cpus.isdigit() else f"CPUs {cpus}"

@@ -12,11 +12,14 @@ from pathlib import Path
 import pandas as pd
 
 from tunepath.publish import formatting as fmt
-from tunepath.publish.display import PERCENTILES, clean, display, num
+from tunepath.publish.display import (PERCENTILES, clean, display, num, placement_text, precision_display,
+                                      warmup_text)
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
+from tunepath.model.context import cpu_ranges
 
-__all__ = ["display", "run_block", "step_document", "summary_document", "write_json"]
+__all__ = ["display", "run_block", "step_document", "summary_document", "write_json", "precision_entries",
+           "placement_entry", "warmup_rule_entry"]
 
 
 def measurement_entry(row: dict) -> dict:
@@ -138,8 +141,82 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
         "verification_commands": definition.verify_commands(run.context),
         "skipped": [s.to_data() for s in run.skipped if s.step == step],
         "repetitions_info": run.info.repetitions[step].to_data() if step in run.info.repetitions else None,
+        "precision": precision_entries(run, definition, rows),
+        "placement": placement_entry(run),
+        "warmup_rule": warmup_rule_entry(run),
     })
     return block
+
+
+def _warmups(run: Run, step: str) -> dict[str, list[dict]]:
+    """variant → the steady-state warm-ups its measurements recorded (every repetition, dropped too)."""
+    out: dict[str, list[dict]] = {}
+    for m in run.record.get("measurements", []):
+        if m.get("step") == step and isinstance(m.get("warmup"), dict) and m["warmup"].get("window_s"):
+            out.setdefault(m["variant"], []).append(m["warmup"])
+    return out
+
+
+def precision_entries(run: Run, definition, rows: list[dict]) -> list[dict] | None:
+    """Per variant (in the measurements' order), how precise its figure ended up, as the run
+    recorded it (``repetitions[step]["variants"]``: counted, dropped and why, half-width and level,
+    CV, median time to steady state) and how many of its measurements never became steady. None
+    where the run recorded no precision (the reference runs, live runs before it was recorded)."""
+    reps = run.info.repetitions.get(definition.name)
+    if reps is None or not reps.variants:
+        return None
+    labels = {r["variant"]: r["label"] for r in rows}
+    order = list(labels) + [v for v, _ in reps.variants if v not in labels]
+    warmups = _warmups(run, definition.name)
+    out = []
+    for variant in order:
+        p = reps.precision(variant)
+        if p is None:
+            continue
+        seen = warmups.get(variant, [])
+        not_steady = sum(1 for w in seen if w.get("steady") is False) if seen else None
+        entry = {"variant": variant, "label": labels.get(variant) or definition.label(variant, run.context),
+                 **p.to_data(), "warmups": len(seen), "not_steady": not_steady}
+        entry["display"] = precision_display(p.n, p.dropped, p.halfwidth_pct, p.level, p.cv_pct, p.steady_state_s,
+                                             len(seen), not_steady).to_data()
+        out.append(clean(entry))
+    return out
+
+
+def placement_entry(run: Run) -> dict:
+    """Where Tomcat and the load generator ran (``taskset`` CPU lists, "" = unpinned), from the
+    run's context, else from its measurements' ``placement``; ``recorded`` False where the run
+    recorded neither (then ``pinned`` and ``shared_kernel`` are null)."""
+    ctx, recorded = run.context, "shared_kernel" in (run.record.get("context") or {})
+    if recorded:
+        shared, server, client = ctx.shared_kernel, cpu_ranges(ctx.server_pin_cpus), cpu_ranges(ctx.client_pin_cpus)
+    else:
+        placed = next((m["placement"] for m in run.record.get("measurements", []) if isinstance(m.get("placement"), dict)),
+                      None)
+        recorded = placed is not None
+        shared, server, client = ((placed["shared_kernel"], placed["server_cpus"], placed["client_cpus"]) if placed
+                                  else (None, "", ""))
+    pinned = bool(server) if recorded else None
+    return {"recorded": recorded, "pinned": pinned, "shared_kernel": shared, "server_cpus": server,
+            "client_cpus": client,
+            "text": placement_text(recorded=recorded, pinned=pinned, shared_kernel=shared, server_cpus=server,
+                                   client_cpus=client, same_machine=run.same_machine)}
+
+
+def warmup_rule_entry(run: Run) -> dict:
+    """What came before each measurement: the steady-state rule (windows of ``window_s`` until
+    ``windows`` in a row are within ±``pct`` % of their median, at most ``cap_s``), or one fixed
+    warm-up run of ``cap_s`` (``steady_state`` False), or none; ``recorded`` False where the run's
+    context has no warm-up at all (the published reference runs)."""
+    ctx, recorded = run.context, run.record.get("context") or {}
+    known = "warmup_s" in recorded or "warmup_window_s" in recorded
+    steady = known and ctx.steady_state
+    rule = {"recorded": known, "steady_state": steady, "window_s": ctx.warmup_window_s if steady else None,
+            "windows": ctx.steady_windows if steady else None, "pct": ctx.steady_pct if steady else None,
+            "cap_s": ctx.warmup_s if known else None}
+    rule["text"] = warmup_text(recorded=known, steady_state=steady, window_s=ctx.warmup_window_s,
+                               windows=ctx.steady_windows, pct=ctx.steady_pct, cap_s=ctx.warmup_s)
+    return rule
 
 
 def historical_for(step: str, directory: Path | None) -> list[dict]:
