@@ -19,6 +19,7 @@ from tunepath.analysis.climb import Climb
 from tunepath.analysis.sweep import SweepPoint
 from tunepath.live.measure import drive, last_report, measure, restart_for
 from tunepath.live.probe import probe_capacity, set_rate
+from tunepath.live.warmup import warm_up
 from tunepath.live.repeat import stopping_rule
 from tunepath.live.session import Session, progress, save_context
 
@@ -42,11 +43,15 @@ def _offer(session: Session, step, rate: int, offered: list[int], repetition: in
     return _point(session, step, variant, rate, repetition)
 
 
-def sweep(session: Session, step, first_variant: str, slo_ms: float = 10.0, percentile: str = "99") -> None:
-    """Probe, climb and repeat; then stop Tomcat and record the rates and why the sweep ended."""
+def sweep(session: Session, step, first_variant: str, slo_ms: float = 10.0, percentile: str = "99",
+          warmup=None) -> None:
+    """Warm up (``warmup``: the steady-state block), probe, climb and repeat; then stop Tomcat and
+    record the rates and why the sweep ended."""
     rec, rule = session.recorder, stopping_rule(session)
     started = time.monotonic()
     restart_for(session, step, first_variant)
+    if warmup is not None:              # the probe then measures a warm JVM, not the JIT's warm-up
+        warm_up(session, step, warmup, step.name, 1)
     capacity = probe_capacity(session, step, "stock", [session.client], drive)
     if not session.ctx.rate_probed:
         set_rate(session, step, "stock", capacity, 1)

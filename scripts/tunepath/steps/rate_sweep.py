@@ -9,7 +9,7 @@ from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.publish import formatting as fmt
 from tunepath.steps.base import SweepStep
-from tunepath.steps.commands import restart
+from tunepath.steps.commands import restart, warm_up
 
 __all__ = ["STEP"]
 
@@ -50,7 +50,7 @@ class RateSweep(SweepStep):
     def plan(self, ctx: HostContext) -> list[Block]:
         blocks = [restart(ctx)]
         if ctx.open_loop and ctx.rate_probed:       # a live sweep: it climbs from its own capacity probe
-            blocks.append(probe_block(ctx))
+            blocks += [*(warm_up(ctx) if ctx.steady_state else ()), probe_block(ctx)]   # probed warm
         elif ctx.warmup_s:
             blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s at "
                                 f"{ctx.warmup_rate:,} req/s (not measured)",
@@ -75,7 +75,8 @@ class RateSweep(SweepStep):
         row or the server falls behind the offered rate; repeated where the time budget allows."""
         from tunepath.live.ratesweep import sweep
 
-        sweep(session, self, variants[0])
+        warm = warm_up(session.ctx) if session.ctx.steady_state else []
+        sweep(session, self, variants[0], warmup=warm[0] if warm else None)
 
     # --- analysis and charts ------------------------------------------------------------
     def capacity(self, result, run):
