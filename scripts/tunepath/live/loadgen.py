@@ -33,20 +33,22 @@ class Profile:
     max_repetitions: int = 1      # … and at most this many
     ci_target_pct: float = 5.0    # stop once every interval's half-width is within this % of its median
     step_budget_s: float | None = None   # … or when a step's time budget is spent
-    warmup_window_s: int = 0      # steady state: warm up in windows this long (warmup_s is then the cap)
+    warmup_window_s: int = 0      # steady state: warm up in windows this long (warmup_s is then the cap) …
+    steady_pct: int = 10          # … until 3 windows in a row serve within ± this % of their median
 
 
 PROFILES = {
     "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
                      "seconds per variant, for tests: proves the machinery, measures nothing"),
-    "quick": Profile("quick", 30, 10, 2, 64, 20000,
-                     "the default: 10 s runs after a steady-state warm-up (3 s windows, at most 30 s), 3 to 5 "
+    "quick": Profile("quick", 45, 10, 2, 64, 20000,
+                     "the default: 10 s runs after a steady-state warm-up (3 s windows, at most 45 s), 3 to 5 "
                      "interleaved repetitions per configuration",
                      repetitions=3, max_repetitions=5, ci_target_pct=5.0, step_budget_s=900, warmup_window_s=3),
-    "full": Profile("full", 60, 60, 128, 1280, 500000,
+    "full": Profile("full", 90, 60, 128, 1280, 500000,
                     "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs, after a "
-                    "steady-state warm-up (5 s windows, at most 60 s); 3 to 10 interleaved repetitions",
-                    repetitions=3, max_repetitions=10, ci_target_pct=5.0, step_budget_s=3600, warmup_window_s=5),
+                    "steady-state warm-up (5 s windows, at most 90 s); 3 to 10 interleaved repetitions",
+                    repetitions=3, max_repetitions=10, ci_target_pct=5.0, step_budget_s=3600, warmup_window_s=5,
+                    steady_pct=5),
 }
 
 

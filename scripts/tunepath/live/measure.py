@@ -140,12 +140,12 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     tag = f"{step.name}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
     started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()
     clients = load_clients(session, step, variant)
-    if restart and not smoke and choose_rate(session, step, variant, clients, drive):
-        blocks = {b.id: b for b in step.plan(session.ctx)}      # the commands offer the chosen rate now
     nofile = _open_files(session)
     undo = step.before_load(session, variant, blocks, repetition)
     if "warm-up" in blocks and not smoke and restart:
         started = replace(started, warmup=warm_up(session, step, blocks["warm-up"], tag, repetition))
+    if restart and not smoke and choose_rate(session, step, variant, clients, drive):   # probes a warm JVM
+        blocks = {b.id: b for b in step.plan(session.ctx)}      # the commands offer the chosen rate now
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool = step.load_tool(session, variant)
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s

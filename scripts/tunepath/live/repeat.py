@@ -10,7 +10,8 @@ A repetition that something outside the configuration disturbed (CPU steal, or f
 is left out of the figures, and is measured again at once while the budget allows (at most
 :data:`RETRIES` times in a round). What each configuration ended with (values counted, dropped
 and why, interval half-width, CV, time to steady state) is recorded as the step's
-``repetitions[step]["variants"]``.
+``repetitions[step]["variants"]``. The figure the rule and the record watch is the throughput,
+or, where wrk2 offers a constant rate (so throughput is the rate), Tomcat's CPU per request.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import time
 
 from tunepath.analysis.noise import cpu_flags, drop_reasons
 from tunepath.analysis.stats import StoppingRule, summarise
+from tunepath.errors import TunepathError
 from tunepath.live.loadgen import get_profile
 from tunepath.live.measure import measure
 from tunepath.live.session import Session, progress
+from tunepath.parse.reports import parse_report_file
 
 __all__ = ["repeat", "stopping_rule", "RETRIES"]
 
@@ -46,7 +49,8 @@ def stopping_rule(session: Session) -> StoppingRule:
 class _Tally:
     """Each variant's counted values, dropped repetitions and the next repetition number."""
 
-    def __init__(self, variants: list[str]):
+    def __init__(self, variants: list[str], figure: str):
+        self.figure = figure          # what the values are: requests_per_sec or server_cpu_us_per_req
         self.samples: dict[str, list[float]] = {v: [] for v in variants}
         self.dropped: dict[str, list[str]] = {v: [] for v in variants}
         self.steady: dict[str, list[float]] = {v: [] for v in variants}
@@ -56,11 +60,22 @@ class _Tally:
         values = self.samples.get(variant) or []
         s = summarise(values) if values else None
         width = s.rel_half_width_pct() if s else None
-        return {"n": len(values), "dropped": len(self.dropped[variant]), "dropped_why": self.dropped[variant],
+        return {"figure": self.figure, "n": len(values), "dropped": len(self.dropped[variant]), "dropped_why": self.dropped[variant],
                 "halfwidth_pct": None if width is None else round(width, 2),
                 "level": s.level if s and s.low is not None else None,
                 "cv_pct": None if not s or s.cv is None else round(s.cv * 100, 2),
                 "steady_state_s": round(statistics.median(self.steady[variant]), 1) if self.steady[variant] else None}
+
+
+def cpu_per_request(session: Session, entry: dict) -> float | None:
+    """Tomcat's CPU µs per request of a recorded measurement (every client's requests), or None."""
+    cpu = entry.get("tomcat_cpu_s")
+    files = [p["stdout"] for p in entry.get("parts") or []] or [entry["stdout"]]
+    try:
+        requests = sum(parse_report_file(session.recorder.dir / f, entry.get("tool")).requests or 0 for f in files)
+    except TunepathError:
+        return None
+    return cpu / requests * 1e6 if isinstance(cpu, (int, float)) and requests else None
 
 
 def _disturbed(session: Session, step, variant: str) -> list:
@@ -83,8 +98,11 @@ def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: 
         entry = session.recorder.record["measurements"][-1]
         flags = _disturbed(session, step, variant)
         if not flags:
-            if rps is not None:
-                tally.samples[variant].append(rps)
+            # the figure the rule watches: throughput, or with a constant offered rate (wrk2, where
+            # throughput is the rate) Tomcat's CPU per request
+            value = cpu_per_request(session, entry) if session.tool.open_loop else rps
+            if value is not None:
+                tally.samples[variant].append(value)
             if (entry.get("warmup") or {}).get("steady_after_s") is not None:
                 tally.steady[variant].append(entry["warmup"]["steady_after_s"])
             return
@@ -101,7 +119,7 @@ def repeat(session: Session, step, variants: list[str]) -> None:
     """Measure ``variants`` of ``step`` in interleaved rounds and record why the rounds stopped."""
     rule = stopping_rule(session)
     session.repeating = rule.max_repetitions > 1
-    tally = _Tally(variants)
+    tally = _Tally(variants, "server_cpu_us_per_req" if session.tool.open_loop else "requests_per_sec")
     started, rounds, reason = time.monotonic(), 0, ""
     order = list(variants)
     while True:

@@ -245,6 +245,7 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         smoke_threads=1, smoke_connections=smoke.connections,
         smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
         open_loop=tool.open_loop, latency_flag=True, warmup_window_s=profile.warmup_window_s,
+        steady_pct=profile.steady_pct,
         httpd_dir=server.run("echo $HOME", timeout=15).stdout.strip() + "/.tunepath/httpd")
 
 

@@ -115,14 +115,16 @@ class Precision:
     level: float | None = None
     cv_pct: float | None = None
     steady_state_s: float | None = None
+    figure: str = "requests_per_sec"     # the figure measured: or server_cpu_us_per_req (wrk2, a constant rate)
 
     @classmethod
     def from_data(cls, data: dict) -> "Precision":
         return cls(int(data.get("n") or 0), int(data.get("dropped") or 0), tuple(data.get("dropped_why") or ()),
-                   data.get("halfwidth_pct"), data.get("level"), data.get("cv_pct"), data.get("steady_state_s"))
+                   data.get("halfwidth_pct"), data.get("level"), data.get("cv_pct"), data.get("steady_state_s"),
+                   data.get("figure") or "requests_per_sec")
 
     def to_data(self) -> dict:
-        return {"n": self.n, "dropped": self.dropped, "dropped_why": list(self.dropped_why),
+        return {"figure": self.figure, "n": self.n, "dropped": self.dropped, "dropped_why": list(self.dropped_why),
                 "halfwidth_pct": self.halfwidth_pct, "level": self.level, "cv_pct": self.cv_pct,
                 "steady_state_s": self.steady_state_s}
 
