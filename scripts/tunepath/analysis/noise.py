@@ -6,7 +6,8 @@ beside), a short ``code`` and a sentence for readers. The checks:
 - ``steal``: CPU steal time on a host above ``Thresholds.steal_pct`` (a noisy neighbour
   on a shared or virtual machine took the CPUs);
 - ``foreign-load``: busy CPU time on a host that neither Tomcat nor the load generator
-  accounts for, above ``Thresholds.foreign_pct`` of all its CPUs;
+  accounts for, above ``Thresholds.foreign_pct`` of all its CPUs (interrupt and softirq time,
+  the network stack's work for the benchmark's own traffic, is not counted);
 - ``client-saturated``: the load generator used nearly all the CPU its threads can use:
   the client, not the server, may have set the pace;
 - ``rate-short``: wrk2 served less than the offered rate (the server is past capacity);
@@ -148,6 +149,11 @@ def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_ma
     busy, steal = u.get("busy"), u.get("steal")
     if _finite(busy) and _finite(steal):
         busy = busy - steal           # stolen time is flagged as steal, not as other load
+    # interrupt work (irq, softirq: the NIC's and the network stack's, mostly for the benchmark's own
+    # traffic) belongs to no process; it is not counted as competing load
+    for mode in ("irq", "softirq"):
+        if _finite(busy) and _finite(u.get(mode)):
+            busy = busy - u[mode]
     if not (_finite(busy) and _finite(window) and window > 0 and cpus):
         return []
     own = _own_cpu_s(host, entry, same_machine)
@@ -158,7 +164,7 @@ def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_ma
         return []
     proxy_here = proxied and host == "server"
     why = ("httpd, the proxy under test, is counted here: its CPU time is not separated" if proxy_here else
-           "other processes, or kernel threads such as ksoftirqd doing network work, competed")
+           "other processes competed (interrupt and softirq time, the network's own work, is not counted)")
     return [_flag("foreign-load", "requests_per_sec",
                   f"{foreign:.0f} % of the {host}'s CPU time was busy outside the Tomcat and "
                   f"load-generator processes (threshold {t.foreign_pct:g} %): {why}", host,
