@@ -140,6 +140,9 @@ def _own_cpu_s(host: str, entry: dict, same_machine: bool) -> float | None:
         own += client_s             # only the hosts that drove the load ran the load generator
     if host == "server" and not _finite(tomcat_s):
         return None
+    controller = entry.get("controller_cpu_s")      # recorded only where the controller shares this kernel
+    if host == "server" and _finite(controller):
+        own += controller
     return own
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from tunepath.analysis.steady import WarmUp
 from tunepath.errors import TunepathError
-from tunepath.live.actions import jvm_warnings, load_pidfile, log_size, run_block
+from tunepath.live.actions import boot_id, jvm_warnings, load_pidfile, log_size, run_block
+from tunepath.live.hoststate import local_boot_id
 from tunepath.live.facts import cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
 from tunepath.live.jvmfacts import read_counters
@@ -177,6 +179,7 @@ class Window:
     tomcat_cpu_s: float | None
     cpus_online: str
     jvm: dict
+    controller_cpu_s: float | None = None    # the controller's CPU time, where it shares the server's kernel
 
 
 def _load(session: Session, load, duration: int, clients: list[Host], undo) -> Window:
@@ -186,10 +189,10 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
     before = [cpu_sample(h) for h in hosts]
     pid = session.tomcat.pid()
     jvm0 = read_counters(session.server, pid) if pid else None
-    cpu0 = session.tomcat.cpu_seconds()
+    cpu0, ctl0 = session.tomcat.cpu_seconds(), _own_cpu()
     t0 = time.monotonic()
     results = drive(session, load.text, duration, clients)
-    cpu1 = session.tomcat.cpu_seconds()
+    cpu1, ctl1 = session.tomcat.cpu_seconds(), _own_cpu()
     jvm1 = read_counters(session.server, pid) if pid else None
     after = [cpu_sample(h) for h in hosts]
     window = time.monotonic() - t0
@@ -204,7 +207,27 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
     elif one_kernel:
         util["clients"] = "the server's kernel: its figures cover every host"
     tomcat_cpu = round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None
-    return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1))
+    controller = round(ctl1 - ctl0, 3) if controller_here(session) else None
+    return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1), controller)
+
+
+def _own_cpu() -> float:
+    """CPU seconds this process (the step's kernel: Fabric's SSH sessions) has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+_HERE: dict[str, bool] = {}
+
+
+def controller_here(session: Session) -> bool:
+    """The run is controlled from the server's own kernel (one machine, or the lab's namespaces): the
+    controller's CPU time then shows in the server's CPU figures and is counted as the run's own."""
+    name = session.server.name
+    if name not in _HERE:
+        here = local_boot_id()
+        _HERE[name] = bool(here) and boot_id(session.server) == here
+    return _HERE[name]
 
 
 def jvm_facts(before, after) -> dict:
@@ -236,7 +259,8 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
         cpu_utilisation=window.utilisation, window_s=round(window.window_s, 3), tomcat_cpu_s=window.tomcat_cpu_s,
         nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
         client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        placement=placement(session.ctx), jvm=window.jvm, **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
+        placement=placement(session.ctx), jvm=window.jvm,
+        **({"controller_cpu_s": window.controller_cpu_s} if window.controller_cpu_s is not None else {}), **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
 
 
 def placement(ctx) -> dict:

@@ -153,6 +153,7 @@ class LiveFigures:
     warmup: dict | None = None        # the steady-state warm-up (tunepath.analysis.steady.WarmUp.to_dict)
     placement: dict | None = None     # shared_kernel, server_cpus, client_cpus (taskset; "" unpinned)
     jvm: dict | None = None           # GC/JIT counters: "start" and "during" (parse.hsperf), or "missing"
+    controller_cpu_s: float | None = None   # the controller's CPU time, where it shares the server's kernel
 
     @classmethod
     def from_data(cls, data: dict) -> "LiveFigures":
@@ -160,7 +161,8 @@ class LiveFigures:
                       for p in data.get("parts") or ())
         return cls(dict(data.get("cpu_utilisation") or {}), data.get("window_s"), data.get("tomcat_cpu_s"),
                    data.get("client_cpu_s"), tuple(data.get("jvm_warnings") or ()), data.get("nofile"),
-                   data.get("ready_after_s"), parts, data.get("warmup"), data.get("placement"), data.get("jvm"))
+                   data.get("ready_after_s"), parts, data.get("warmup"), data.get("placement"), data.get("jvm"),
+                   data.get("controller_cpu_s"))
 
     def to_data(self) -> dict:
         return asdict(self)
