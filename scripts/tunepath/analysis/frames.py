@@ -15,6 +15,10 @@ Latency percentiles come twice where wrk2 ran with ``-U``: ``p50_ms`` … ``p99.
 coordinated omission (wrk2's "Recorded Latency"), ``p50_uncorrected_ms`` … ``p99.9_uncorrected_ms``
 as measured from when each request was actually sent. Every other report leaves the uncorrected
 ones None (NaN in a variant row).
+
+Each repetition also carries its JVM facts (:data:`JVM_COLUMNS`, from the record's ``jvm`` and
+``warmup``: :mod:`tunepath.analysis.jvmfacts`), None where not recorded; a variant row holds their
+medians over the counted repetitions, and its ``repetitions`` entries each repetition's own.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ import pandas as pd
 
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
+from tunepath.analysis.jvmfacts import JVM_COLUMNS, fact_value, jvm_facts
 from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
 __all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS",
-           "PERCENTILE_COLUMNS"]
+           "PERCENTILE_COLUMNS", "JVM_COLUMNS"]
 
 REPETITION_COLUMNS = [
     "run_id", "server", "client", "kind", "same_machine", "step", "variant", "label", "order",
@@ -42,14 +47,14 @@ REPETITION_COLUMNS = [
     "p50_ms", "p90_ms", "p99_ms", "p99.9_ms",
     "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms", "p99.9_uncorrected_ms",
     "socket_errors_total", "non_2xx_3xx", "errors", "jvm_warnings", "client_cpu_us_per_req",
-    "server_cpu_us_per_req", "warnings", "flags", "clients", "latency_merge", "raw",
+    "server_cpu_us_per_req", *JVM_COLUMNS, "warnings", "flags", "clients", "latency_merge", "raw",
 ]
 # figures taken as the median of a configuration's repetitions
 MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "transfer_per_sec_bytes",
                   "latency_avg_ms", "latency_stdev_ms", "latency_max_ms", "p50_ms", "p90_ms", "p99_ms",
                   "p99.9_ms", "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms",
                   "p99.9_uncorrected_ms", "socket_errors_total", "non_2xx_3xx", "errors",
-                  "client_cpu_us_per_req", "server_cpu_us_per_req"]
+                  "client_cpu_us_per_req", "server_cpu_us_per_req", *JVM_COLUMNS]
 # the latency percentiles of a row: corrected (every tool that prints them), uncorrected (wrk2 -U)
 PERCENTILES = ("50", "90", "99", "99.9")
 PERCENTILE_COLUMNS = [f"p{k}_ms" for k in PERCENTILES] + [f"p{k}_uncorrected_ms" for k in PERCENTILES]
@@ -192,6 +197,7 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
                 "jvm_warnings": list(extra.get("jvm_warnings", [])),
                 "client_cpu_us_per_req": _per_request(client_cpu, flat["requests"]),
                 "server_cpu_us_per_req": _per_request(extra.get("tomcat_cpu_s"), flat["requests"]),
+                **jvm_facts(extra),
                 "flags": flags, "clients": clients, "latency_merge": merge_info,
                 "raw": str(m.stdout.relative_to(run.path.parent)),
             })
@@ -230,6 +236,8 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
             row = dict(recs[0])
             for col in MEDIAN_COLUMNS:
                 row[col] = _median([r[col] for r in recs])
+            for col in JVM_COLUMNS:
+                row[col] = fact_value(col, row[col])
             n = len(recs)
             row["dropped"] = len(out)
             row["dropped_why"] = [f"repetition {r['repetition']}: " + "; ".join(f.text for f in drop_reasons(r["flags"]))
@@ -248,6 +256,7 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],
                                    "server_cpu_us_per_req": r["server_cpu_us_per_req"], "p99_ms": r["p99_ms"],
                                    "raw": r["raw"], "flags": [f.to_data() for f in r["flags"]],
+                                   **{col: fact_value(col, r[col]) for col in JVM_COLUMNS},
                                    "dropped": r in out} for r in every]
             row["sort"] = (path.sort_key(step, variant, by_run[run_id].context) if run_id in by_run
                           else (99, 1, 0, variant))

@@ -14,12 +14,14 @@ import pandas as pd
 from tunepath.publish import formatting as fmt
 from tunepath.publish.display import (PERCENTILES, clean, display, num, placement_text, precision_display,
                                       warmup_text)
+from tunepath.analysis.jvmfacts import JVM_COLUMNS
+from tunepath.analysis.modes import mode_report
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json", "precision_entries",
-           "placement_entry", "warmup_rule_entry"]
+           "placement_entry", "warmup_rule_entry", "modes_entry"]
 
 
 def measurement_entry(row: dict) -> dict:
@@ -41,6 +43,7 @@ def measurement_entry(row: dict) -> dict:
         "rps_cv": num(row.get("rps_cv")),
         "server_cpu_us_per_req": num(row.get("server_cpu_us_per_req")),
         "client_cpu_us_per_req": num(row.get("client_cpu_us_per_req")),
+        "jvm_facts": {col: num(row.get(col)) for col in JVM_COLUMNS},
         "flags": [_flag_entry(f) for f in row.get("flags") or []],
         "repetitions": [clean(dict(r, display={"requests_per_sec": fmt.rate(num(r["requests_per_sec"])),
                                                 "server_cpu_per_req": fmt.micros(num(r["server_cpu_us_per_req"])),
@@ -144,8 +147,15 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
         "precision": precision_entries(run, definition, rows),
         "placement": placement_entry(run),
         "warmup_rule": warmup_rule_entry(run),
+        "modes": modes_entry(run, frame),
     })
     return block
+
+
+def modes_entry(run: Run, frame: pd.DataFrame) -> dict:
+    """Whether any configuration of ``run`` (every step of it) fell into two modes, and whether the
+    slow mode goes with a JVM fact (``analysis.modes.ModeReport.to_data``)."""
+    return clean(mode_report(run.run_id, frame[frame.run_id == run.run_id].to_dict("records")).to_data())
 
 
 def _warmups(run: Run, step: str) -> dict[str, list[dict]]:

@@ -1,0 +1,59 @@
+"""A measurement's JVM facts: the record's GC/JIT counters and warm-up, as plain figures.
+
+A live measurement records ``jvm`` (``{"start": …, "during": …}``, each
+:meth:`tunepath.parse.hsperf.JvmCounters.to_dict`, or ``{"missing": "why"}``) and ``warmup``
+(:class:`tunepath.analysis.steady.WarmUp`). :func:`jvm_facts` turns them into one figure per
+column of :data:`JVM_COLUMNS`, None where the record has none (a reference run, a JVM without
+performance counters, a warm-up that never became steady, a counter this JVM does not keep):
+
+- ``compiles_during``: JIT compilations during the measured load (``during.compiles``);
+- ``compile_s_during``: the JIT compilers' time during the load, seconds (``during.compile_s``);
+- ``gc_pauses_during``: GC pauses during the load, every collector (``during.gc_pauses``);
+- ``gc_pause_ms_during``: their total time, ms (``during.gc_pause_s`` × 1000);
+- ``compiles_at_start``: JIT compilations since the JVM started, when the load began
+  (``start.compiles``);
+- ``steady_after_s``: seconds of warm-up until the throughput was steady
+  (``warmup.steady_after_s``; None without a steady-state warm-up or when it never was steady).
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["JVM_COLUMNS", "COUNT_COLUMNS", "jvm_facts", "fact_value"]
+
+JVM_COLUMNS = ["compiles_during", "compile_s_during", "gc_pauses_during", "gc_pause_ms_during",
+               "compiles_at_start", "steady_after_s"]
+COUNT_COLUMNS = frozenset({"compiles_during", "gc_pauses_during", "compiles_at_start"})
+
+
+def _number(value) -> float | int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def jvm_facts(live: dict) -> dict:
+    """The JVM facts of one measurement (``live``: ``LiveFigures.to_data()``), by column."""
+    jvm = live.get("jvm") if isinstance(live.get("jvm"), dict) else {}
+    during = jvm.get("during") if isinstance(jvm.get("during"), dict) else {}
+    start = jvm.get("start") if isinstance(jvm.get("start"), dict) else {}
+    warmup = live.get("warmup") if isinstance(live.get("warmup"), dict) else {}
+    pause_s = _number(during.get("gc_pause_s"))
+    return {
+        "compiles_during": _number(during.get("compiles")),
+        "compile_s_during": _number(during.get("compile_s")),
+        "gc_pauses_during": _number(during.get("gc_pauses")),
+        "gc_pause_ms_during": None if pause_s is None else round(pause_s * 1000, 3),
+        "compiles_at_start": _number(start.get("compiles")),
+        "steady_after_s": _number(warmup.get("steady_after_s")) if warmup.get("window_s") else None,
+    }
+
+
+def fact_value(column: str, value) -> float | int | None:
+    """A fact as read back from a frame (where pandas made NaN of None and floats of counts):
+    None, an int for a count, else a float."""
+    value = _number(value.item() if hasattr(value, "item") else value)
+    if value is None:
+        return None
+    return int(value) if column in COUNT_COLUMNS and float(value).is_integer() else value
