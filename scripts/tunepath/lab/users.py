@@ -11,6 +11,7 @@ put in place), as the path asks of a real server.
 from __future__ import annotations
 
 import os
+import shutil
 import pwd
 from pathlib import Path
 
@@ -41,6 +42,9 @@ def user_exists(name: str) -> bool:
 def create_user(name: str) -> None:
     run([tool("useradd"), "--create-home", "--shell", "/bin/bash", "--password", "*",
          "--comment", "tunepath lab user", name], f"creating user {name}")
+    perf = Path("/tmp") / f"hsperfdata_{name}"        # a former user's of this name: its JVMs could not write
+    if perf.is_dir() and not perf.is_symlink() and perf.stat().st_uid != pwd.getpwnam(name).pw_uid:
+        shutil.rmtree(perf, ignore_errors=True)
 
 
 def authorize(name: str, public_key: str) -> None:
@@ -57,10 +61,15 @@ def authorize(name: str, public_key: str) -> None:
 
 
 def delete_user(name: str) -> None:
-    """``userdel -r``: the user, its home and its mail spool (none is fine)."""
+    """``userdel -r``: the user, its home and its mail spool (none is fine); then the JVM's
+    ``/tmp/hsperfdata_<user>``, which a later user of the same name (another uid) could not write
+    to: its JVMs would then keep no GC and JIT counters."""
     if user_exists(name):
         run([tool("userdel"), "--remove", name], f"removing user {name}",
             hint="a process of the user may still run (ps -u " + name + ")")
+    perf = Path("/tmp") / f"hsperfdata_{name}"
+    if perf.is_dir() and not perf.is_symlink():
+        shutil.rmtree(perf, ignore_errors=True)
 
 
 def user_sudo_line(name: str) -> str:
