@@ -126,7 +126,7 @@ def _watch(lab_runs, ctl) -> dict[str, set]:
 
 def test_an_applied_run_changes_the_host_for_real_and_puts_it_back(lab_runs):
     before = lab_runs.before
-    ctl = lab_runs.start("baseline,nic-queues", "--apply")
+    ctl = lab_runs.start("baseline,nic-queues", "--apply", "--no-pin")
     seen = _watch(lab_runs, ctl)
     assert ctl.wait(60) == 0, "\n".join(ctl.lines[-15:])
     assert lab_runs.probe.state().differences(before) == []
@@ -147,7 +147,7 @@ def test_an_applied_run_changes_the_host_for_real_and_puts_it_back(lab_runs):
 
 def test_sigint_while_a_change_is_applied_leaves_the_host_as_it_was(lab_runs):
     before = lab_runs.before
-    ctl = lab_runs.start("baseline,nic-queues", "--apply")
+    ctl = lab_runs.start("baseline,nic-queues", "--apply", "--no-pin")
     deadline = time.monotonic() + 120
     while not lab_runs.probe.changed(before):             # CPU 1 offline: the disruptive block ran
         assert ctl.running() and time.monotonic() < deadline, "\n".join(ctl.lines[-10:])

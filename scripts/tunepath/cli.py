@@ -192,7 +192,7 @@ def _live_options(args):
                        repetitions=getattr(args, "repetitions", None),
                        max_repetitions=getattr(args, "max_repetitions", None),
                        ci_target_pct=getattr(args, "ci_target", None),
-                       step_budget_s=getattr(args, "step_budget", None))
+                       step_budget_s=getattr(args, "step_budget", None), pin=not getattr(args, "no_pin", False))
 
 
 def _cmd_run(args) -> int:
@@ -251,6 +251,9 @@ def _add_run(sub) -> None:
                     help="stop repeating when a step has used this long (default: the profile's)")
     sp.add_argument("--first-client-only", action="store_true",
                     help="with several clients in the inventory, drive the load from the first only")
+    sp.add_argument("--no-pin", action="store_true",
+                    help="where server and clients share one kernel, do not pin Tomcat and the load generator to "
+                         "disjoint CPUs (taskset); the CPU steps may then take every CPU but the server's offline")
     sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
     sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
     sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")

@@ -115,7 +115,7 @@ class Harness:
     # -- the controller ------------------------------------------------------------------
     def command(self, steps: str, *extra: str) -> list[str]:
         return [str(self.config.tunepath), "run", "--hosts", str(self.lab.hosts_file), "--profile", "smoke",
-                "--steps", steps, "--runs-dir", str(self.runs), "--no-build", *extra]
+                "--steps", steps, "--runs-dir", str(self.runs), "--no-build", "--no-pin", *extra]
 
     def restore(self) -> list[str]:
         """One ``tunepath restore --force``: its output, and its exit status."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tunepath.live.hosts import Host
+from tunepath.errors import TunepathError
+from tunepath.live.hosts import Host, Inventory
 from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 
-__all__ = ["Placement", "decide", "apply", "shares_kernel", "placement_for"]
+__all__ = ["Placement", "decide", "apply", "shares_kernel", "placement_for", "baseline_cpus"]
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 
@@ -43,10 +44,12 @@ def shares_kernel(server: Host, clients: list[Host]) -> bool:
     return len(ids) == 1 and "" not in ids
 
 
-def decide(online: list[int], shared: bool) -> Placement:
+def decide(online: list[int], shared: bool, pin: bool = True) -> Placement:
     """The upper half of the online CPUs for the load generator, the rest for Tomcat."""
     if not shared:
         return Placement((), (), "the server and the clients are separate hosts")
+    if not pin:
+        return Placement((), (), "--no-pin asked for it, although they share one kernel", shared=True)
     if len(online) < 2:
         return Placement((), (), f"they share one kernel with {len(online)} CPU online", shared=True)
     cut = len(online) - len(online) // 2
@@ -65,7 +68,21 @@ def apply(ctx: HostContext, placement: Placement) -> HostContext:
                    baseline_cpus=keep, numa_cpus=numa, nic_queues=len(keep))
 
 
-def placement_for(server: Host, clients: list[Host], facts: dict) -> Placement:
+def placement_for(server: Host, clients: list[Host], facts: dict, pin: bool = True) -> Placement:
     """Decide from the hosts: their boot ids and the server's online CPUs."""
     online = parse_cpu_list(facts.get("cpus_online") or "0")
-    return decide(online, shares_kernel(server, clients))
+    return decide(online, shares_kernel(server, clients), pin)
+
+
+def baseline_cpus(inventory: Inventory, online: list[int], server: str) -> list[int]:
+    """The CPUs the path keeps online: the inventory's ``baseline_cpus``, else the first 8 online."""
+    wanted = inventory.server.baseline_cpus
+    if wanted is None:
+        return online[:min(8, len(online))]
+    cpus = parse_cpu_list(wanted)
+    missing = sorted(set(cpus) - set(online))
+    if missing:
+        raise TunepathError(f"on {server}: baseline_cpus {wanted} in {inventory.source} names CPU(s) "
+                            f"{cpu_ranges(missing)}, which are not online (online: {cpu_ranges(online)}); "
+                            "name online CPUs only")
+    return cpus

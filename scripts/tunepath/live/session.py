@@ -37,6 +37,7 @@ from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_rol
 from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
 from tunepath.live.loadgen import LoadTool, detect, duration_for, get_profile
+from tunepath.live.placement import baseline_cpus
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
 from tunepath.live.wrk2 import Wrk2Source
 from tunepath.versions import WRK2_REPO
@@ -74,6 +75,7 @@ class LiveOptions:
     ci_target_pct: float | None = None    # stop once every interval is this narrow (% of the median)
     step_budget_s: float | None = None    # … or when a step has used this many seconds
     java_home: str | None = None   # a JDK on the server other than its default `java` (e.g. 21+ for virtual threads)
+    pin: bool = True               # server and clients on one kernel: Tomcat and the load on disjoint CPUs
 
     def check(self) -> None:
         """Every value in range and of the right shape, before anything connects, locks or installs."""
@@ -199,20 +201,6 @@ def server_address(inventory: Inventory) -> str:
     """The address the client sends its load to: loopback when the server is this machine or
     shares the client's, else the inventory's server host (the one rule, for every context)."""
     return "127.0.0.1" if inventory.same_machine or inventory.server.local else inventory.server.load_address
-
-
-def baseline_cpus(inventory: Inventory, online: list[int], server: str) -> list[int]:
-    """The CPUs the path keeps online: the inventory's ``baseline_cpus``, else the first 8 online."""
-    wanted = inventory.server.baseline_cpus
-    if wanted is None:
-        return online[:min(8, len(online))]
-    cpus = parse_cpu_list(wanted)
-    missing = sorted(set(cpus) - set(online))
-    if missing:
-        raise TunepathError(f"on {server}: baseline_cpus {wanted} in {inventory.source} names CPU(s) "
-                            f"{cpu_ranges(missing)}, which are not online (online: {cpu_ranges(online)}); "
-                            "name online CPUs only")
-    return cpus
 
 
 def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions, inventory: Inventory,

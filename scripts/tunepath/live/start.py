@@ -84,7 +84,7 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
             record = run_record(run_id, server_name, found, options, inventory, steps)
             record["notes"] += [{"text": b.note()} for b in builds]
             ctx = live_context(server, found.facts, found.tool, options, inventory, found.tomcat_home)
-            placement = placement_for(server, clients, found.facts)
+            placement = placement_for(server, clients, found.facts, options.pin)
             ctx = apply_placement(ctx, placement)
             record["notes"].append({"text": placement.note()})
             record["context"] = ctx.to_dict()
