@@ -88,7 +88,8 @@ def _disturbed(session: Session, step, variant: str) -> list:
 def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: StoppingRule,
                      started: float) -> None:
     """Measure ``variant`` once, again (at most RETRIES times) while a repetition was disturbed."""
-    for attempt in range(RETRIES + 1):
+    retries = 0 if session.options.profile == "smoke" else RETRIES     # a smoke test measures nothing
+    for attempt in range(retries + 1):
         repetition = tally.next[variant]
         tally.next[variant] += 1
         recorded, rps = measure(session, step, variant, repetition=repetition)
@@ -110,7 +111,7 @@ def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: 
         tally.dropped[variant].append(f"repetition {repetition}: {why}")
         over = rule.time_budget_s is not None and time.monotonic() - started > rule.time_budget_s
         progress(f"{step.name}/{variant} #{repetition}: left out ({why})"
-                 + ("" if attempt == RETRIES or over else "; measuring it again"))
+                 + ("" if attempt == retries or over else "; measuring it again"))
         if over:
             return
 
@@ -136,6 +137,9 @@ def repeat(session: Session, step, variants: list[str]) -> None:
             break
         more, reason = rule.decide({v: tally.samples[v] for v in variants}, time.monotonic() - started,
                                    time.monotonic() - t0)
+        if more and rounds >= rule.max_repetitions:     # the rule counts values; left-out ones count no value
+            more, reason = False, (f"maximum of {rule.max_repetitions} rounds reached ({reason}; repetitions "
+                                   "left out were measured again within their round)")
         if not more:
             break
         progress(f"{step.name}: another round: {reason}")
