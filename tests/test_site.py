@@ -50,11 +50,19 @@ def _percentile(reports, key: str, uncorrected: bool = False) -> float | None:
     return merged.estimate(key) if merged else None
 
 
+def _left_out(run, step: str, variant: str) -> set[int]:
+    """The repetitions the live run left out (disturbed from outside), as it recorded them when it
+    measured (run.json: repetitions[step]["variants"][variant]["dropped_why"], "repetition N: why")."""
+    precision = ((run.record.get("repetitions") or {}).get(step, {}).get("variants") or {}).get(variant) or {}
+    return {int(re.match(r"repetition (\d+):", why).group(1)) for why in precision.get("dropped_why") or []}
+
+
 def _reps(run, step: str, variant: str) -> list:
-    """Each repetition of a configuration, parsed from its raw output(s) alone."""
+    """Each counted repetition of a configuration, parsed from its raw output(s) alone."""
     out = []
+    left_out = _left_out(run, step, variant)
     for m in run.measurements:
-        if (m.step, m.variant) != (step, variant):
+        if (m.step, m.variant) != (step, variant) or m.repetition in left_out:
             continue
         paths = [p for _, p in m.parts] or [m.stdout]
         reports = [parse_report_file(p, m.tool) for p in paths]
