@@ -8,9 +8,8 @@ the pages render the commands the run executed. Real Tomcat 11, real wrk2, no SS
 from __future__ import annotations
 
 import os
-import shutil
-
 import re
+import shutil
 
 import pytest
 
