@@ -39,7 +39,8 @@ class Site:
                                 with_hugo=False, notebooks_dir=self.notebooks, **kw)
 
     def rebuild(self, monkeypatch, **kw) -> list[str]:
-        """Build again; returns the steps whose notebook was executed."""
+        """Build again; returns the steps whose notebook was executed, in the steps' order (they
+        execute side by side, so the calls may come in either order)."""
         executed: list[str] = []
         real = build.execute_step
 
@@ -50,7 +51,8 @@ class Site:
         with monkeypatch.context() as m:
             m.setattr(build, "execute_step", spy)
             self.build(**kw)
-        return executed
+        assert len(executed) == len(set(executed)), executed       # each at most once
+        return sorted(executed, key=STEPS.index)
 
     def manifest(self, step: str) -> dict | None:
         path = cache.manifest_path(self.site_dir, step)
@@ -195,6 +197,53 @@ def test_failed_execution_changes_no_manifest(site, monkeypatch, capsys):
     assert {s: cache.manifest_path(site.site_dir, s).read_bytes() for s in STEPS} == manifests
     capsys.readouterr()
     assert site.rebuild(monkeypatch) == []            # the published outputs still match their inputs
+
+
+def test_both_notebooks_failing_names_the_first_step(site, monkeypatch):
+    """Side by side, the failure reported is the first step's, as one after the other."""
+    paths = [site.notebooks / REGISTRY.get(s).notebook for s in STEPS]
+    originals = [p.read_bytes() for p in paths]
+    for path, original in zip(paths, originals):
+        nb = json.loads(original)
+        nb["cells"].append({"cell_type": "code", "id": "cache-boom-2", "metadata": {}, "execution_count": None,
+                            "outputs": [], "source": [f"raise RuntimeError('boom in {path.name}')"]})
+        path.write_text(json.dumps(nb, indent=1))
+    try:
+        with pytest.raises(TunepathError, match=f"step 'baseline'.*boom in {paths[0].name}"):
+            site.build(jobs=2)
+    finally:
+        for path, original in zip(paths, originals):
+            path.write_bytes(original)
+    assert site.rebuild(monkeypatch) == []
+
+
+def test_progress_comes_in_the_steps_order(site, monkeypatch, capsys):
+    capsys.readouterr()
+    assert site.rebuild(monkeypatch, use_cache=False, jobs=2) == STEPS
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[")]
+    assert [ln.split(":")[0] + ":" + ln.split(":")[1].split()[0] for ln in lines] == [
+        "[1/2] baseline:executing", "[1/2] baseline:done", "[2/2] jvm:executing", "[2/2] jvm:done"]
+    last = json.loads((site.site_dir / "build" / "last-build.json").read_text())
+    assert last["executed"] == STEPS and last["workers"] == 2
+
+
+def test_a_warm_build_checks_the_runs_again_only_when_they_changed(site, monkeypatch, capsys):
+    capsys.readouterr()
+    assert site.rebuild(monkeypatch) == []
+    assert "recorded runs, unchanged since the last build found them valid" in capsys.readouterr().out
+    meta = site.runs / "reference-grace" / "run.json"
+    original = meta.read_bytes()
+    record = json.loads(original)
+    record["context"] = []
+    meta.write_text(json.dumps(record))
+    try:
+        with pytest.raises(TunepathError, match="reference-grace/run.json"):
+            site.build()                                   # the cache on: a changed run is checked again
+    finally:
+        meta.write_bytes(original)
+    capsys.readouterr()
+    assert site.rebuild(monkeypatch) == []
+    assert "recorded runs, unchanged since" in capsys.readouterr().out
 
 
 def test_cli_no_cache_option(tmp_path, monkeypatch):

@@ -177,6 +177,33 @@ def test_a_warm_build_executes_nothing_and_changes_nothing_but_the_site(site, mo
         {k: v for k, v in before.items() if not k.startswith("public/")}
 
 
+def test_hugo_runs_again_only_when_its_input_or_output_changed(site, monkeypatch, capsys):
+    ran = []
+
+    def counting_hugo(site_dir, destination, log=None):
+        ran.append(destination)
+        fake_hugo(site_dir, destination, log)
+
+    monkeypatch.setattr(build, "run_hugo", counting_hugo)
+    site.build(with_hugo=True)                      # whatever the last test left: now a known site
+    ran.clear()
+    capsys.readouterr()
+    site.build(with_hugo=True)
+    assert ran == [] and "unchanged (same site sources, data and Hugo) — not run" in capsys.readouterr().out
+    page = site.site_dir / "public" / "index.html"
+    page.unlink()                                   # the published site changed by hand: made again
+    site.build(with_hugo=True)
+    assert len(ran) == 1 and page.is_file()
+    site.build(with_hugo=True, use_cache=False)     # no cache: Hugo runs
+    assert len(ran) == 2
+    chart = next((site.site_dir / "static" / "charts").glob("*.svg"))
+    chart.write_bytes(chart.read_bytes() + b" ")    # an output changed: its step runs again, then Hugo
+    site.build(with_hugo=True)
+    assert len(ran) == 3
+    last = json.loads((site.site_dir / "build" / "last-build.json").read_text())
+    assert last["hugo_s"] is not None
+
+
 def test_published_notebooks_carry_no_path_of_this_machine(site):
     paths = [str(p) for p in (site.base, site.base.resolve(), ROOT, ROOT.resolve())]
     published = sorted((site.site_dir / "static" / "notebooks").iterdir())

@@ -3,7 +3,10 @@
 1. **Replay build**, cold and warm: ``tunepath build`` into a fresh temporary site
    directory (no cache: every notebook executes, then Hugo), then the same command
    into the same directory again with nothing changed (the execution cache should skip
-   every notebook). Wall seconds of each command, and how many notebooks it executed.
+   every notebook). Wall seconds of each command, and how many notebooks it executed;
+   then Papermill executing as many trivial notebooks (``x = 1``) one after the other,
+   and the cold build's ratio to that (:mod:`tunepath.bench_build`). ``--rounds N``
+   repeats all three and gives the medians.
 2. **Parse throughput**: every report file of the shared wrk/wrk2 fixtures and of
    ``runs/*/raw/`` parsed over and over for a fixed time, with
    :func:`tunepath.parse.reports.parse_report_file` (read + recognise + parse) and with
@@ -16,10 +19,14 @@
    of the run record; a run recorded before that field existed falls back to the
    Papermill duration of the step's executed notebook kept in the run (an estimate,
    marked as such), or else reports "not recorded".
+4. **Recorded path runs** (:mod:`tunepath.bench_path`): per complete live run, its wall
+   time, measurements and those left out, the median relative half-width of its
+   configurations' intervals, and the baseline's key comparison (stock against the
+   thread-count variant), read from the runs through the frames the pages use.
 
 Usage::
 
-    scripts/bench [--quick] [--json PATH] [--steps LIST] [--parse-seconds S] [--keep]
+    scripts/bench [--quick] [--json PATH] [--steps LIST] [--parse-seconds S] [--rounds N] [--jobs N] [--keep]
 
 ``--quick`` builds two steps instead of the whole path, without Hugo (the pages need
 every step's data), and parses for 2 s per mode.
@@ -33,17 +40,15 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from tunepath.bench_build import bench_builds, bench_trivial
 from tunepath.bench_report import render
 from tunepath.project import project_dir
 
-__all__ = ["bench_builds", "bench_parse", "bench_overhead", "main"]
+__all__ = ["bench_builds", "bench_trivial", "bench_parse", "bench_overhead", "main"]
 
 ROOT = project_dir(required=False) or Path.cwd()
 FIXTURES = ROOT.parent / "shared" / "fixtures"
@@ -60,62 +65,7 @@ def _clock() -> str:
     return f"{time.monotonic() - _T0:6.1f} s"
 
 
-# --- 1. replay build, cold and warm -----------------------------------------------------
-
-def _child_env() -> dict:
-    env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[1])          # the tunepath being benchmarked
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _timed_build(label: str, site_dir: Path, runs_dir: Path | None, steps: list[str] | None,
-                 hugo: bool) -> dict:
-    cmd = [sys.executable, "-m", "tunepath.cli", "build", "--site-dir", str(site_dir)]
-    if runs_dir:
-        cmd += ["--runs-dir", str(runs_dir)]
-    if steps:
-        cmd += ["--steps", ",".join(steps)]
-    if not hugo:
-        cmd.append("--no-hugo")
-    _say(f"[{_clock()}] build ({label}): {' '.join(cmd[1:])}")
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=_child_env(), cwd=str(site_dir))
-    tail: list[str] = []
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        tail = (tail + [line])[-15:]
-        _say(f"  [{label} {time.monotonic() - t0:6.1f} s] {line}")
-    status = proc.wait()
-    wall = time.monotonic() - t0
-    result = {"label": label, "wall_s": round(wall, 2), "exit_status": status}
-    last = site_dir / "build" / "last-build.json"
-    if status == 0 and last.is_file():
-        done = json.loads(last.read_text())
-        result.update(steps=len(done["steps"]), executed=len(done["executed"]),
-                      unchanged=len(done["unchanged"]), hugo_s=done.get("hugo_s"),
-                      hashing_s=done.get("hashing_s"))
-    elif status != 0:
-        result["error"] = "\n".join(tail)
-    return result
-
-
-def bench_builds(steps: list[str] | None, hugo: bool = True, runs_dir: Path | None = None,
-                 keep: bool = False) -> dict:
-    """A cold build into a fresh temporary site directory, then a warm one into the same."""
-    site = Path(tempfile.mkdtemp(prefix="tunepath-bench-site-"))
-    try:
-        cold = _timed_build("cold", site, runs_dir, steps, hugo)
-        warm = _timed_build("warm", site, runs_dir, steps, hugo) if cold["exit_status"] == 0 else None
-    finally:
-        if keep:
-            _say(f"  site kept: {site}")
-        else:
-            shutil.rmtree(site, ignore_errors=True)
-    return {"steps": steps or "all", "hugo": hugo, "cold": cold, "warm": warm,
-            "site_dir": str(site) if keep else None}
+# --- 1. replay build, cold and warm: tunepath.bench_build --------------------------------
 
 
 # --- 2. parse throughput ----------------------------------------------------------------
@@ -332,11 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parse-seconds", type=float, default=None, help="parse time per mode (default 5, quick 2; at least 2)")
     p.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     p.add_argument("--fixtures", default=str(FIXTURES), help="the shared fixtures (wrk/, wrk2/)")
-    p.add_argument("--only", default="build,parse,overhead", help="comma-separated: build, parse, overhead")
+    p.add_argument("--only", default="build,parse,overhead,path",
+                   help="comma-separated: build, parse, overhead, path")
     p.add_argument("--keep", action="store_true", help="keep the temporary site directory")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="cold build, warm build and trivial notebooks this many times; medians (default 1)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="notebooks a build executes at once (default: the build's own, one more than the CPUs)")
     args = p.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
-    unknown = only - {"build", "parse", "overhead"}
+    unknown = only - {"build", "parse", "overhead", "path"}
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     steps = args.steps.split(",") if args.steps else (QUICK_STEPS if args.quick else None)
@@ -347,17 +302,25 @@ def main(argv: list[str] | None = None) -> int:
               "machine": _machine(), "quick": args.quick}
     failed = False
     if "build" in only:
-        _say(f"[{_clock()}] benchmark 1/3: replay build, cold then warm")
+        _say(f"[{_clock()}] benchmark 1/4: replay build, cold then warm")
         hugo = not (args.no_hugo or args.quick or args.steps)   # Hugo needs every step's data
-        result["build"] = bench_builds(steps, hugo=hugo, runs_dir=runs_dir, keep=args.keep)
-        failed |= any(r is None or r["exit_status"] != 0 for r in (result["build"]["cold"], result["build"]["warm"]))
+        result["build"] = bench_builds(steps, hugo=hugo, runs_dir=runs_dir, keep=args.keep,
+                                       rounds=max(1, args.rounds), jobs=args.jobs)
+        b = result["build"]
+        failed |= any(r is None or r["exit_status"] != 0 for r in (b["cold"], b["warm"], b["no_cache"]))
     if "parse" in only:
-        _say(f"[{_clock()}] benchmark 2/3: parse throughput")
+        _say(f"[{_clock()}] benchmark 2/4: parse throughput")
         result["parse"] = bench_parse(seconds, Path(args.fixtures), runs_dir)
         failed |= "error" in result["parse"]
     if "overhead" in only:
-        _say(f"[{_clock()}] benchmark 3/3: orchestration overhead of recorded live runs")
+        _say(f"[{_clock()}] benchmark 3/4: orchestration overhead of recorded live runs")
         result["overhead"] = bench_overhead(runs_dir)
+    if "path" in only:
+        _say(f"[{_clock()}] benchmark 4/4: recorded path runs (wall time, precision, key comparison)")
+        from tunepath.bench_path import bench_path
+        from tunepath.steps import REGISTRY
+
+        result["path"] = bench_path(runs_dir or ROOT / "runs", REGISTRY)
     result["total_s"] = round(time.monotonic() - _T0, 1)
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,42 @@ def _fmt(value, spec: str = ".1f", none: str = "—") -> str:
     return none if value is None else format(value, spec)
 
 
+def _build_lines(b: dict) -> list[str]:
+    steps = b["steps"] if isinstance(b["steps"], str) else ",".join(b["steps"])
+    rounds = b.get("rounds") or [{"cold": b["cold"], "warm": b["warm"], "trivial": b.get("trivial"),
+                                  "ratio": None}]
+    lines = ["", f"Replay build (steps: {steps}{', Hugo' if b['hugo'] else ', no Hugo'}; "
+                 f"{len(rounds)} round{'s' if len(rounds) != 1 else ''})",
+             f"  {'build':<11} {'wall s':>8} {'executed':>9} {'unchanged':>10} {'hugo s':>7} {'jobs':>5}  status"]
+    for n, rnd in enumerate(rounds, 1):
+        tag = f" {n}" if len(rounds) > 1 else ""
+        for label, run in (("cold", rnd["cold"]), ("warm", rnd["warm"]), ("no-cache", rnd.get("no_cache"))):
+            if run is None:
+                if label == "warm" or "no_cache" in rnd:
+                    lines.append(f"  {label + tag:<11} {'—':>8}  not run (the build before it failed)")
+                continue
+            status = "ok" if run["exit_status"] == 0 else f"FAILED (exit {run['exit_status']})"
+            lines.append(f"  {label + tag:<11} {run['wall_s']:>8.1f} {_fmt(run.get('executed'), 'd'):>9} "
+                         f"{_fmt(run.get('unchanged'), 'd'):>10} {_fmt(run.get('hugo_s')):>7} "
+                         f"{_fmt(run.get('workers'), 'd'):>5}  {status}")
+            if run.get("error"):
+                lines.append(f"              {run['error'].splitlines()[-1][:300]}")
+        trivial = rnd.get("trivial")
+        if trivial:
+            what = (f"{trivial['wall_s']:>8.1f} {trivial['notebooks']:>9}" if "wall_s" in trivial
+                    else f"{'—':>8} {trivial['notebooks']:>9}  FAILED: {trivial.get('error', '')[:200]}")
+            ratios = [f"{what_} ÷ trivial = {rnd[key]:.2f}" for what_, key in (("cold", "ratio"),
+                                                                             ("no-cache", "no_cache_ratio"))
+                      if rnd.get(key)]
+            lines.append(f"  {'trivial' + tag:<11} {what}" + (f"  {'; '.join(ratios)}" if ratios else ""))
+    m = b.get("medians")
+    if m:
+        lines.append(f"  medians: cold {_fmt(m['cold_s'])} s, trivial notebooks (Papermill, one after the other) "
+                     f"{_fmt(m['trivial_s'])} s, ratio {_fmt(m['ratio'], '.2f')}; warm {_fmt(m['warm_s'])} s; "
+                     f"no-cache {_fmt(m.get('no_cache_s'))} s, ratio {_fmt(m.get('no_cache_ratio'), '.2f')}")
+    return lines
+
+
 def render(result: dict) -> str:
     lines = []
     m = result["machine"]
@@ -18,18 +54,7 @@ def render(result: dict) -> str:
                  + (" — quick" if result["quick"] else ""))
     b = result.get("build")
     if b:
-        lines += ["", f"Replay build (steps: {b['steps'] if isinstance(b['steps'], str) else ','.join(b['steps'])}"
-                      f"{', Hugo' if b['hugo'] else ', no Hugo'})",
-                  f"  {'build':<6} {'wall s':>8} {'executed':>9} {'unchanged':>10} {'hugo s':>7}  status"]
-        for run in (b["cold"], b["warm"]):
-            if run is None:
-                lines.append(f"  {'warm':<6} {'—':>8}  not run (the cold build failed)")
-                continue
-            status = "ok" if run["exit_status"] == 0 else f"FAILED (exit {run['exit_status']})"
-            lines.append(f"  {run['label']:<6} {run['wall_s']:>8.1f} {_fmt(run.get('executed'), 'd'):>9} "
-                         f"{_fmt(run.get('unchanged'), 'd'):>10} {_fmt(run.get('hugo_s')):>7}  {status}")
-            if run.get("error"):
-                lines.append(f"         {run['error'].splitlines()[-1][:300]}")
+        lines += _build_lines(b)
     p = result.get("parse")
     if p:
         lines += [""]
@@ -68,4 +93,8 @@ def render(result: dict) -> str:
             lines.append(f"    {'total':<16} {t['wall_s']:>7.1f} {t['load_s']:>7.1f} {'':>7} {t['overhead_s']:>10.1f} "
                          f"{pct(t['overhead_s']):>5} {t['unrecorded_warmup_s_est']:>11.1f} "
                          f"{t['overhead_adjusted_s']:>10.1f} {pct(t['overhead_adjusted_s']):>5}")
+    if result.get("path") is not None:
+        from tunepath.bench_path import render as render_path
+
+        lines += ["", render_path(result["path"]) if result["path"] else "Recorded path runs: none complete"]
     return "\n".join(lines)

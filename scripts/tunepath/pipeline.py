@@ -16,6 +16,7 @@ object's business (:mod:`tunepath.steps`); this module only asks it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,7 @@ from tunepath.analysis.result import StepResult
 from tunepath.errors import TunepathError
 from tunepath.evidence.store import Run, RunStore
 from tunepath.publish.charts import Chart
+from tunepath.memo import shared
 from tunepath.publish.hugo_data import write_json
 from tunepath.steps import REGISTRY
 
@@ -71,10 +73,26 @@ def _live(definition, runs_dir, run_ids, hosts_file, profile, apply, allow_reboo
     return replay_step(definition.name, Path(runs_dir) / INPROGRESS, [run_id], allow_empty=True)
 
 
-def _load(runs_dir, run_ids) -> list[Run]:
-    store = RunStore(Path(runs_dir), REGISTRY.names)
+def _selection(run_ids) -> list[str] | None:
     if isinstance(run_ids, str):
-        run_ids = [r.strip() for r in run_ids.split(",") if r.strip()]
+        return [r.strip() for r in run_ids.split(",") if r.strip()]
+    return None if run_ids is None else list(run_ids)
+
+
+def _where(runs_dir) -> list[str]:
+    """What a shared value read from ``runs_dir`` depends on besides the selection (the
+    directory as given, relative paths in the results, and where it resolves)."""
+    return [str(runs_dir), os.getcwd(), str(Path(runs_dir).resolve())]
+
+
+def _load(runs_dir, run_ids) -> list[Run]:
+    """The selected runs, read and validated (once per replay build: :mod:`tunepath.memo`)."""
+    run_ids = _selection(run_ids)
+    return shared("runs", [*_where(runs_dir), run_ids], lambda: _read(runs_dir, run_ids))
+
+
+def _read(runs_dir, run_ids: list[str] | None) -> list[Run]:
+    store = RunStore(Path(runs_dir), REGISTRY.names)
     if run_ids is None or len(run_ids) == 0:
         # every run, except failed ones: they stay in runs/ as evidence, not on the pages
         runs = [r for r in store.load_all() if r.info.status != "failed"]
@@ -98,7 +116,8 @@ def replay_step(name: str, runs_dir, run_ids=None, mode: str = "replay", allow_e
         runs = loaded
     elif not runs:
         raise TunepathError(f"none of the selected runs recorded step {name!r}")
-    everything = measurements_frame(runs, REGISTRY)
+    everything = shared("frame", [*_where(runs_dir), _selection(run_ids), [r.run_id for r in runs]],
+                        lambda: measurements_frame(runs, REGISTRY))
     return StepResult(name, definition, REGISTRY, runs, definition.select(everything), everything)
 
 

@@ -11,7 +11,9 @@ site directory other than the project) replaced by its staged version, by rename
 one fails. A failed build leaves every published file as it was, and its staging directory
 for inspection until the next build. A step whose notebook, parameters, runs and package are
 unchanged is not executed again (:mod:`tunepath.publish.cache`; ``--no-cache`` executes every
-step). ``SITE/build/last-build.json`` says what the last successful build did.
+step); the others execute side by side, in kernels forked from one preloading process
+(:mod:`tunepath.publish.replay`). ``SITE/build/last-build.json`` says what the last successful
+build did.
 """
 
 from __future__ import annotations
@@ -22,16 +24,16 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.evidence.store import RunStore
 from tunepath.project import project_dir
-from tunepath.publish import cache, notebooks
-from tunepath.publish.hugo_data import write_json
+from tunepath.publish import cache, hugo_cache, notebooks
+from tunepath.publish.replay import BuildDirs, Entry, Progress, early_kernels, plan, replay_all
 from tunepath.publish.swap import OLD, publish, recover, remove
 from tunepath.steps import REGISTRY
 
@@ -57,25 +59,35 @@ def step_parameters(site_dir: Path, runs_dir: Path, run_ids: list[str] | None = 
 
 
 def execute_step(step: str, site_dir: Path, runs_dir: Path, run_ids: list[str] | None = None,
-                 notebooks_dir: Path | None = None, log_path: Path | None = None) -> Path:
+                 notebooks_dir: Path | None = None, log_path: Path | None = None, env: dict | None = None,
+                 preloaded=None) -> Path:
     """Replay one step's notebook, writing into ``site_dir`` (its data, charts and
-    ``static/notebooks/``); returns the executed notebook."""
+    ``static/notebooks/``); returns the executed notebook. ``env``: for the kernel, besides
+    this process's environment (:func:`tunepath.publish.replay.kernel_env`); ``preloaded``:
+    where to fork the kernel from (:mod:`tunepath.publish.kernels`)."""
     s = REGISTRY.get(step)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else project_dir() / "notebooks"
     params = notebooks.parameters("replay", runs_dir, site_dir, run_ids, cwd=notebooks_dir)
     return notebooks.execute(notebooks_dir / s.notebook, Path(site_dir) / "static" / "notebooks" / s.notebook,
                              params, log_path=log_path or Path(site_dir) / "build" / "logs" / "kernel-stderr.log",
-                             what=f"step {step!r}")
+                             what=f"step {step!r}", env=env, save_cells=False, preloaded=preloaded)
+
+
+_HTML = threading.Lock()
+_EXPORTER: list = []            # one HTML exporter, made on first use (its templates load once)
 
 
 def render_html(notebook: Path, title: str) -> Path:
     """A standalone HTML page of an executed notebook (no external assets)."""
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(notebook), as_version=4)
-    exporter = HTMLExporter(template_name="basic")
-    body, _ = exporter.from_notebook_node(nb)
+    with _HTML:                  # notebooks finish side by side; one exporter renders one at a time
+        if not _EXPORTER:
+            from nbconvert import HTMLExporter
+
+            _EXPORTER.append(HTMLExporter(template_name="basic"))
+        body, _ = _EXPORTER[0].from_notebook_node(nb)
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{title}</title><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<link rel=\"icon\" href=\"../favicon.svg\">"
@@ -223,66 +235,19 @@ def _lock(site_dir: Path):
 
 # --- the build ---------------------------------------------------------------------------------
 
-@dataclass
-class Progress:
-    """What the build has done so far (for its progress lines and last-build.json)."""
-
-    names: list[str]
-    executed: list[str] = field(default_factory=list)
-    reused: list[str] = field(default_factory=list)
-    reasons: dict[str, str] = field(default_factory=dict)
-    run_time: float = 0.0
-
-
-@dataclass(frozen=True)
-class BuildDirs:
-    """Where one build reads and writes."""
-
-    site_dir: Path               # published
-    stage: Path                  # where the notebooks write
-    runs_dir: Path
-    notebooks_dir: Path
-    run_ids: list[str] | None
-    use_cache: bool
-
-
-def _replay(i: int, step, dirs: BuildDirs, inputs, done: Progress) -> None:
-    """Execute one step's notebook into the staging directory unless the cache says its outputs
-    are still current."""
-    n = len(done.names)
-    parameters = step_parameters(dirs.site_dir, dirs.runs_dir, dirs.run_ids)
-    source = dirs.notebooks_dir / step.notebook
-    key = cache.StepKey("missing", "", "", "") if not source.is_file() else inputs.key_for(source, parameters)
-    if dirs.use_cache:
-        verdict = cache.check(dirs.stage, step.name, key)
-        if verdict.fresh:
-            done.reused.append(step.name)
-            _say(f"[{i}/{n}] {step.name}: {cache.UNCHANGED}")
-            return
-        why = verdict.why()
-    else:
-        why = "cache off (--no-cache)"
-    done.reasons[step.name] = why
-    t0 = time.monotonic()
-    _say(f"[{i}/{n}] {step.name}: executing {step.notebook} (replay; {why})")
-    cache.drop_manifest(dirs.stage, step.name)    # a failure below leaves no manifest claiming success
-    before = cache.snapshot_outputs(dirs.stage)
+def _execute(entry: Entry, dirs: BuildDirs, env: dict, preloaded) -> None:
+    """One step's notebook into the staging directory, and its HTML (called from a pool thread)."""
+    step = entry.step
     executed_nb = execute_step(step.name, dirs.stage, dirs.runs_dir, dirs.run_ids, notebooks_dir=dirs.notebooks_dir,
-                               log_path=dirs.site_dir / "build" / "logs" / "kernel-stderr.log")
+                               log_path=dirs.site_dir / "build" / "logs" / "kernel-stderr.log", env=env,
+                               preloaded=preloaded)
     render_html(executed_nb, f"{step.title} — executed notebook")
-    took = time.monotonic() - t0
-    cache.record(dirs.stage, step.name, key, cache.step_outputs(dirs.stage, step.data_file, step.notebook, before),
-                 parameters, took)
-    done.executed.append(step.name)
-    done.run_time += took
-    left = done.run_time / len(done.executed) * (n - i)
-    _say(f"[{i}/{n}] {step.name}: done in {took:.1f} s (at most about {left:.0f} s left)")
 
 
 def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps: list[str] | None = None,
                with_hugo: bool = True, destination: str | Path | None = None,
                run_ids: list[str] | None = None, use_cache: bool = True,
-               notebooks_dir: Path | None = None) -> Path:
+               notebooks_dir: Path | None = None, jobs: int | None = None) -> Path:
     """Replay every step and build the site; returns the Hugo output directory.
 
     The project (site sources, notebooks/, runs/) is :func:`tunepath.project.project_dir`;
@@ -290,7 +255,8 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
     and package are unchanged since its last successful execution into this site directory
     (and whose outputs are intact) is not executed again. Without it every step executes;
     the cache is still refreshed for the next build. Nothing published changes unless the
-    whole build succeeds.
+    whole build succeeds. ``jobs`` notebooks execute at once (default: ``$TUNEPATH_BUILD_JOBS``,
+    else one more than the CPUs; :mod:`tunepath.publish.pool`).
     """
     project = project_dir().resolve()
     site_dir = Path(site_dir).resolve() if site_dir else project
@@ -301,54 +267,99 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
     if with_hugo:
         _check_destination(dest, site_dir, project, runs_dir)
     started = time.monotonic()
-    _say(f"runs: {check_runs(runs_dir, run_ids)} recorded runs read and valid")
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else project / "notebooks"
+    # a build that will execute notebooks starts its kernels' preloading process now, so that it
+    # has imported what they need by the time the runs are checked and the site is staged
+    preloaded = early_kernels(site_dir, site_dir / STAGING, notebooks_dir, chosen, use_cache)
     try:
+        inputs = cache.BuildInputs.collect(runs_dir)   # the runs and the package, hashed once
+        checked = _checked_runs(site_dir, runs_dir, run_ids, inputs, use_cache)
         site_dir.mkdir(parents=True, exist_ok=True)
         with _lock(site_dir):
-            dirs = BuildDirs(site_dir, _stage(project, site_dir), runs_dir,
-                             Path(notebooks_dir) if notebooks_dir else project / "notebooks", run_ids, use_cache)
-            summary = _build(dirs, chosen, dest if with_hugo else None, project)
+            dirs = BuildDirs(site_dir, _stage(project, site_dir), runs_dir, notebooks_dir, run_ids, use_cache,
+                             jobs, preloaded)
+            cache.record_runs_checked(dirs.stage, *checked)
+            summary = _build(dirs, chosen, dest if with_hugo else None, project, inputs)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise TunepathError(f"building into {site_dir} failed: {exc.strerror or exc}{where}; "
                             "nothing was published") from None
+    finally:
+        if preloaded is not None:
+            preloaded.close()
     summary["wall_s"] = round(time.monotonic() - started, 3)
     _write_last_build(site_dir, summary)
     return dest
 
 
-def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path) -> dict:
+def _checked_runs(site_dir: Path, runs_dir: Path, run_ids: list[str] | None, inputs: cache.BuildInputs,
+                  use_cache: bool) -> tuple[str, int]:
+    """Validate the runs (:func:`check_runs`) unless the last build into ``site_dir`` found these
+    very runs valid with this very package (and the cache is on); returns the check's key and
+    how many runs there are."""
+    key = cache.runs_check_key(runs_dir, run_ids, inputs)
+    count = cache.runs_checked(site_dir, key) if use_cache else None
+    if count is None:
+        count = check_runs(runs_dir, run_ids)
+        _say(f"runs: {count} recorded runs read and valid")
+    else:
+        _say(f"runs: {count} recorded runs, unchanged since the last build found them valid")
+    return key, count
+
+
+def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path, inputs: cache.BuildInputs) -> dict:
     """Execute the steps and run Hugo, all in staging; then publish. Returns last-build.json."""
-    write_json(dirs.stage / "data" / "path.json", REGISTRY.to_data())   # the pages' order and numbers
-    inputs = cache.BuildInputs.collect(dirs.runs_dir)   # the runs and the package, hashed once
+    _write_json(dirs.stage / "data" / "path.json", REGISTRY.to_data())   # the pages' order and numbers
     done = Progress([s.name for s in chosen])
-    for i, step in enumerate(chosen, 1):
-        _replay(i, step, dirs, inputs, done)
+    entries = plan(chosen, dirs, inputs, step_parameters(dirs.site_dir, dirs.runs_dir, dirs.run_ids))
+    replay_all(entries, dirs, done, lambda entry, env, preloaded: _execute(entry, dirs, env, preloaded))
     _say(f"notebooks: {len(done.executed)} executed, {len(done.reused)} unchanged"
          + ("" if dirs.use_cache else " (cache off)"))
     sources = _sources(project) if dirs.site_dir != project else []   # another site dir keeps a copy of them
     pairs = [(dirs.stage / rel, dirs.site_dir / rel) for rel in (*outputs(), *sources)]
-    hugo_s = None
-    if dest is not None:
-        staged_public = dest.with_name(f".{dest.name}.tunepath-staging")
-        remove(staged_public)
-        _say(f"hugo: building the staged site into {dest}")
-        t0 = time.monotonic()
-        try:
-            run_hugo(dirs.stage, staged_public, log=dirs.site_dir / "build" / "logs" / "hugo.log")
-        except BaseException:
-            remove(staged_public)
-            raise
-        hugo_s = time.monotonic() - t0
-        (staged_public / SITE_MARK).write_text("written by tunepath build; replaced as a whole by the next one\n")
-        pairs.append((staged_public, dest))
+    hugo_s = _hugo(dirs, dest, pairs) if dest is not None else None
     publish(pairs)
     remove(dirs.stage)               # what is left: the sources Hugo read, replaced outputs
     _say(f"published: {dirs.site_dir}" + (f" and {dest}" if dest is not None else ""))
     return {"finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "use_cache": dirs.use_cache, "steps": done.names, "executed": done.executed, "unchanged": done.reused,
-            "reasons": done.reasons, "hashing_s": round(inputs.hashing_s, 3),
+            "reasons": done.reasons, "hashing_s": round(inputs.hashing_s, 3), "workers": done.workers,
             "hugo_s": round(hugo_s, 3) if hugo_s is not None else None}
+
+
+def _hugo(dirs: BuildDirs, dest: Path, pairs: list) -> float | None:
+    """Hugo from the staging directory into a directory beside ``dest``, added to ``pairs`` to
+    publish; unless Hugo made what ``dest`` holds of this very input (:mod:`hugo_cache`), then
+    nothing (None: not run)."""
+    key = hugo_cache.key(dirs.stage, dest, hugo_binary())
+    if dirs.use_cache and hugo_cache.fresh(dirs.stage, key, dest):
+        _say(f"hugo: {dest} unchanged (same site sources, data and Hugo) — not run")
+        return None
+    staged_public = dest.with_name(f".{dest.name}.tunepath-staging")
+    remove(staged_public)
+    _say(f"hugo: building the staged site into {dest}")
+    t0 = time.monotonic()
+    try:
+        run_hugo(dirs.stage, staged_public, log=dirs.site_dir / "build" / "logs" / "hugo.log")
+        (staged_public / SITE_MARK).write_text("written by tunepath build; replaced as a whole by the next one\n")
+        hugo_cache.record(dirs.stage, key, staged_public)
+    except BaseException:
+        remove(staged_public)
+        raise
+    pairs.append((staged_public, dest))
+    return time.monotonic() - t0
+
+
+def _write_json(path: Path, document: dict) -> None:
+    """Plain data (the registry's: no NaN, no numpy) as ``hugo_data.write_json`` writes it, rewritten
+    only if it changed; without importing pandas, which a build that executes no notebook never needs."""
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _write_last_build(site_dir: Path, summary: dict) -> None:

@@ -37,10 +37,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CACHE_VERSION", "OUTPUT_DIRS", "StepKey", "BuildInputs", "Verdict", "sha256_file",
+__all__ = ["CACHE_VERSION", "OUTPUT_DIRS", "StepKey", "BuildInputs", "Verdict", "sha256_file", "tree_digest",
            "runs_digest", "package_digest", "parameters_digest", "manifest_path", "read_manifest",
-           "write_manifest", "drop_manifest", "check", "snapshot_outputs", "step_outputs",
-           "record", "UNCHANGED"]
+           "write_manifest", "drop_manifest", "check", "snapshot_outputs", "changed_since", "step_outputs",
+           "record", "UNCHANGED", "runs_check_key", "runs_checked", "record_runs_checked"]
 
 CACHE_VERSION = 1
 # where a step's notebook writes (relative to the site directory)
@@ -83,6 +83,12 @@ def _tree_digest(root: Path, files: list[Path], prefix: str = "") -> str:
         else:
             h.update(f"{rel}\0not a regular file\n".encode())
     return h.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """Hash of every file under ``root`` (relative paths and contents); of nothing if it is absent."""
+    root = Path(root)
+    return _tree_digest(root, _files(root, lambda parts: False) if root.is_dir() else [])
 
 
 def _runs_skip(parts: tuple[str, ...]) -> bool:
@@ -153,6 +159,54 @@ class BuildInputs:
 
     def key_for(self, notebook: Path, parameters: dict) -> StepKey:
         return StepKey(sha256_file(notebook), parameters_digest(parameters), self.runs, self.package)
+
+
+# --- the runs' validation ------------------------------------------------------------------
+
+RUNS_CHECKED = "runs-checked.json"    # in build/cache/: the runs found valid by the last build
+
+
+def runs_check_key(runs_dir: Path, run_ids: list[str] | None, inputs: BuildInputs) -> str:
+    """What validating the runs depends on: every file under the runs directory (the runs
+    digest), every directory there (a run's directory that lost its run.json is an error),
+    the selection, and the package (the validator, its schema, the registry's steps)."""
+    runs_dir = Path(runs_dir)
+    dirs = []
+    for dirpath, dirnames, _ in os.walk(runs_dir):
+        rel = Path(dirpath).relative_to(runs_dir).parts
+        dirnames[:] = sorted(d for d in dirnames if not _runs_skip(rel + (d,)))
+        dirs.extend("/".join(rel + (d,)) for d in dirnames)
+    text = json.dumps({"runs": inputs.runs, "package": inputs.package, "dirs": dirs,
+                       "selection": list(run_ids) if run_ids else None}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def runs_checked(site_dir: Path, key: str) -> int | None:
+    """How many runs the last successful build into ``site_dir`` found valid, if it checked
+    exactly these (``key``); else None."""
+    try:
+        data = json.loads((Path(site_dir) / "build" / "cache" / RUNS_CHECKED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("count"), int):
+        return data["count"]
+    return None
+
+
+def record_runs_checked(site_dir: Path, key: str, count: int) -> None:
+    """Record (atomically) that the runs of ``key`` were found valid: ``count`` runs. A record
+    that says so already is left as it is (a warm build changes no file)."""
+    path = Path(site_dir) / "build" / "cache" / RUNS_CHECKED
+    text = json.dumps({"key": key, "count": count}) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # --- manifests ---------------------------------------------------------------------------
@@ -250,6 +304,12 @@ def snapshot_outputs(site_dir: Path) -> dict[str, tuple[int, int]]:
     return snap
 
 
+def changed_since(site_dir: Path, before: dict[str, tuple[int, int]]) -> set[str]:
+    """Files where notebooks write that are new or changed since the snapshot ``before``."""
+    return {rel for rel, stat in snapshot_outputs(site_dir).items()
+            if before.get(rel) != stat and not rel.endswith(".tmp")}
+
+
 def _chart_refs(document) -> set[str]:
     """Chart paths (relative to static/) referenced anywhere in a Hugo data document."""
     found: set[str] = set()
@@ -284,9 +344,7 @@ def step_outputs(site_dir: Path, data_file: str, notebook_name: str,
         except ValueError:
             pass
     if before is not None:
-        for rel, stat in snapshot_outputs(site_dir).items():
-            if before.get(rel) != stat and not rel.endswith(".tmp"):
-                named.add(rel)
+        named |= changed_since(site_dir, before)
     return sorted(rel for rel in named if (site_dir / rel).is_file())
 
 

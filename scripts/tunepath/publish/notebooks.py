@@ -19,12 +19,15 @@ import logging
 import os
 import re
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.project import project_dir
 
-__all__ = ["render", "write_all", "check_all", "parameters", "relative", "execute", "quiet_kernel_manager"]
+__all__ = ["render", "write_all", "check_all", "parameters", "relative", "execute", "quiet_kernel_manager",
+           "quiet_papermill"]
 
 MODES_NOTE = ("This notebook is executed by Papermill: `scripts/build` replays recorded runs (`mode=\"replay\"`), "
               "`scripts/run` runs the step on your hosts first (`mode=\"live\"`). It parses the load generator's "
@@ -158,29 +161,78 @@ def relative(path: Path, base: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), Path(base).resolve())).as_posix()
 
 
-def quiet_kernel_manager(log_path: str | None):
+def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict | None = None,
+                         preloaded=None):
     """A kernel manager whose kernel writes its stderr to ``log_path``, not the terminal.
 
     ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
-    listens on 127.0.0.1 only); a build's output should show progress, not that.
+    listens on 127.0.0.1 only); a build's output should show progress, not that. The kernel
+    starts in ``cwd`` (given to the kernel itself: Papermill's own ``cwd`` changes the whole
+    process's directory, which notebooks executing side by side in threads must not do),
+    with ``env`` added to this process's environment. With ``preloaded`` (a
+    :class:`tunepath.publish.kernels.Preloaded`) the kernel is forked from the build's
+    preloading process where it can be.
     """
     from jupyter_client.manager import AsyncKernelManager
 
     class QuietKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
+            if cwd is not None:
+                kw.setdefault("cwd", cwd)
+            if env:
+                kw["env"] = {**kw.get("env", os.environ), **env}
             if not log_path:
                 return await super().start_kernel(**kw)
             with open(log_path, "ab") as log:   # the kernel keeps its own copy of the fd
                 kw.setdefault("stderr", log)
                 return await super().start_kernel(**kw)
 
+        async def _async_launch_kernel(self, kernel_cmd, **kw):   # jupyter_client's hook for this
+            forked = preloaded.fork(kernel_cmd, kw, log_path) if preloaded is not None else None
+            if forked is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            provisioner = self.provisioner
+            provisioner.process, provisioner.pid, provisioner.pgid = forked, forked.pid, forked.pid
+            provisioner.cwd = kw.get("cwd")
+            self._reconcile_connection_info(provisioner.connection_info)
+
     return QuietKernelManager
 
 
-def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool = False) -> Path:
+_QUIET = threading.Lock()
+_QUIET_STATE = {"running": 0, "level": logging.NOTSET}
+
+
+@contextmanager
+def quiet_papermill():
+    """Papermill's logger (nbclient logs through it) at CRITICAL while any execution runs: failures
+    become one line (:func:`execute`). Counted, so executions side by side restore it once, when
+    the last one ends."""
+    log = logging.getLogger("papermill")
+    with _QUIET:
+        if _QUIET_STATE["running"] == 0:
+            _QUIET_STATE["level"] = log.level
+            log.setLevel(logging.CRITICAL)
+        _QUIET_STATE["running"] += 1
+    try:
+        yield
+    finally:
+        with _QUIET:
+            _QUIET_STATE["running"] -= 1
+            if _QUIET_STATE["running"] == 0:
+                log.setLevel(_QUIET_STATE["level"])
+
+
+def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool = False,
+            env: dict | None = None, save_cells: bool = True, preloaded=None) -> Path:
     """Execute one notebook with Papermill; a failure is one sentence naming the cell and the kept output.
 
-    ``echo`` streams the notebook's printed output (a live run's progress) to this terminal."""
+    ``echo`` streams the notebook's printed output (a live run's progress) to this terminal.
+    ``env``: environment variables for the kernel besides this process's. ``save_cells``:
+    write the executed notebook after every cell (a live run, so an interrupted one keeps
+    what ran), not only at the end and on failure (the replay build). ``preloaded``: fork
+    the kernel from the replay build's preloading process (:mod:`tunepath.publish.kernels`).
+    Safe to call from several threads at once."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -189,14 +241,14 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
         raise TunepathError(f"{what}: notebook {source} is missing (run `tunepath notebooks` to write it)")
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    papermill_log = logging.getLogger("papermill")   # nbclient logs through it; failures become one line below
-    level = papermill_log.level
-    papermill_log.setLevel(logging.CRITICAL)
+    manager = quiet_kernel_manager(str(log_path), cwd=str(Path(source).parent.resolve()), env=env,
+                                   preloaded=preloaded)
     try:
-        papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name="python3",
-                                   progress_bar=False, log_output=False, cwd=str(Path(source).parent),
-                                   kernel_manager_class=quiet_kernel_manager(str(log_path)),
-                                   **({"stdout_file": sys.stdout} if echo else {}))
+        with quiet_papermill():
+            papermill.execute_notebook(str(Path(source).resolve()), str(Path(output).resolve()), parameters=params,
+                                       kernel_name="python3", progress_bar=False, log_output=False,
+                                       request_save_on_cell_execute=save_cells, kernel_manager_class=manager,
+                                       **({"stdout_file": sys.stdout} if echo else {}))
     except PapermillExecutionError as exc:
         raise TunepathError(f"{what}: notebook {Path(source).name} failed in cell {exc.exec_count}: "
                             f"{exc.ename}: {exc.evalue.strip()} (the executed notebook is kept at {output})") from None
@@ -205,7 +257,6 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
         raise TunepathError(f"{what}: notebook {Path(source).name}: the kernel stopped ({first}); its stderr is "
                             f"in {log_path}") from None
     finally:
-        papermill_log.setLevel(level)
         _relative_paths(Path(output), Path(source).parent)
     return Path(output)
 
