@@ -73,6 +73,16 @@ def _cmd_notebooks(args) -> int:
     return 0
 
 
+def _cmd_supersede(args) -> int:
+    from tunepath.evidence.store import RunStore
+    from tunepath.evidence.supersede import supersede
+    from tunepath.steps import REGISTRY
+
+    path = supersede(RunStore(_runs_dir(args), REGISTRY.names), args.run, args.by, args.why)
+    print(f"{args.run} is superseded by {args.by} ({path}); the pages show {args.by} from the next build")
+    return 0
+
+
 def _cmd_compare(args) -> int:
     from tunepath.analysis.compare import pair_document
     from tunepath.analysis.frames import measurements_frame
@@ -235,6 +245,17 @@ def _host_args(sp) -> None:
                     help="a JDK on the server to run Tomcat with (virtual threads need 21 or later)")
 
 
+def _add_supersede(sub) -> None:
+    """``tunepath supersede OLD --by NEW --why TEXT``."""
+    sp = sub.add_parser("supersede", help="mark a recorded run as replaced by a newer one (kept as evidence, "
+                                          "left off the pages)")
+    sp.add_argument("run")
+    sp.add_argument("--by", required=True, help="the run that replaces it")
+    sp.add_argument("--why", required=True, help="what the newer run does better (recorded in run.json)")
+    sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
+    sp.set_defaults(func=_cmd_supersede)
+
+
 def _add_run(sub) -> None:
     """``tunepath run``: its many options, apart from make_parser."""
     sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
@@ -325,6 +346,8 @@ def make_parser() -> argparse.ArgumentParser:
     sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     sp.add_argument("--json", action="store_true", help="the comparison as JSON")
     sp.set_defaults(func=_cmd_compare)
+
+    _add_supersede(sub)
 
     sp = sub.add_parser("restore", help="return the server to its saved original state")
     _host_args(sp)

@@ -25,6 +25,7 @@ from tunepath.analysis.frames import measurements_frame
 from tunepath.analysis.result import StepResult
 from tunepath.errors import TunepathError
 from tunepath.evidence.store import Run, RunStore
+from tunepath.evidence.supersede import check_superseding
 from tunepath.publish.charts import Chart
 from tunepath.memo import shared
 from tunepath.publish.hugo_data import write_json
@@ -94,8 +95,10 @@ def _load(runs_dir, run_ids) -> list[Run]:
 def _read(runs_dir, run_ids: list[str] | None) -> list[Run]:
     store = RunStore(Path(runs_dir), REGISTRY.names)
     if run_ids is None or len(run_ids) == 0:
-        # every run, except failed ones: they stay in runs/ as evidence, not on the pages
-        runs = [r for r in store.load_all() if r.info.status != "failed"]
+        # every run, except failed and superseded ones: they stay in runs/ as evidence, not on the pages
+        everything = store.load_all()
+        check_superseding(everything, {r.run_id for r in everything})
+        runs = [r for r in everything if r.info.status != "failed" and not r.info.superseded_by]
     else:
         runs = store.load_all(list(run_ids))
     # the published reference runs first (the pages' prose describes them), then live runs

@@ -186,6 +186,8 @@ class RunInfo:
     notes: tuple[Note, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     repetitions: dict = field(default_factory=dict)      # step → Repetitions
+    superseded_by: str | None = None     # a newer run that replaces this one on the pages
+    superseded_why: str = ""
 
     @classmethod
     def from_data(cls, data: dict) -> "RunInfo":
@@ -198,4 +200,6 @@ class RunInfo:
             date_note=data.get("date_note", ""), source=data.get("source", ""),
             notes=tuple(Note.from_data(n) for n in data.get("notes") or ()),
             skipped=tuple(Skipped.from_data(s) for s in data.get("skipped") or ()),
-            repetitions={step: Repetitions.from_data(r) for step, r in (data.get("repetitions") or {}).items()})
+            repetitions={step: Repetitions.from_data(r) for step, r in (data.get("repetitions") or {}).items()},
+            superseded_by=(data.get("superseded_by") or {}).get("run"),
+            superseded_why=(data.get("superseded_by") or {}).get("why", ""))

@@ -1,0 +1,50 @@
+"""Marking a recorded run as superseded by a newer one.
+
+A run recorded with methods the project has since replaced (a fixed warm-up, unpinned
+processes, a closed-loop client) stays in ``runs/`` as evidence, but the pages should show
+the run that replaced it. ``tunepath supersede OLD --by NEW --why TEXT`` writes
+``"superseded_by": {"run": NEW, "why": TEXT}`` into OLD's ``run.json`` (atomically, nothing
+else in the record changes); a replay that selects no runs by name then leaves OLD out, as it
+leaves out failed runs. A replay that names OLD (a notebook's ``run_ids`` parameter) still shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tunepath.evidence.store import RunError, RunStore
+
+__all__ = ["supersede", "check_superseding"]
+
+
+def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
+    """Mark run ``old`` as superseded by run ``by`` (both must be recorded and valid); returns
+    the rewritten run.json."""
+    if old == by:
+        raise RunError(f"run {old!r} cannot supersede itself: name the newer run with --by")
+    if not why.strip():
+        raise RunError("say why the run is superseded (--why): readers of runs/ see it")
+    newer = store.load(by)
+    if newer.info.status == "failed":
+        raise RunError(f"run {by!r} failed: a failed run cannot replace {old!r} on the pages")
+    store.load(old)                                  # valid before it is touched
+    path = store.root / old / "run.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["superseded_by"] = {"run": by, "why": why.strip()}
+    tmp = path.with_name("run.json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    store.load(old)                                  # and still valid after
+    return path
+
+
+def check_superseding(runs, known: set[str]) -> None:
+    """Every run that says it is superseded names a run that is recorded."""
+    for run in runs:
+        by = run.info.superseded_by
+        if by and by not in known:
+            raise RunError(f"run {run.run_id!r} says it is superseded by {by!r}, which is not recorded "
+                           f"(recorded: {', '.join(sorted(known))}): record that run, or remove "
+                           f"\"superseded_by\" from runs/{run.run_id}/run.json")
