@@ -53,7 +53,7 @@ __all__ = ["bench_builds", "bench_trivial", "bench_parse", "bench_overhead", "ma
 ROOT = project_dir(required=False) or Path.cwd()
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 QUICK_STEPS = ["baseline", "jvm"]
-LOAD_BLOCKS = ("load", "warm-up", "smoke-test")   # plus load-VARIANT
+LOAD_BLOCKS = ("load", "warm-up", "smoke-test", "capacity-probe")   # plus load-VARIANT
 _T0 = time.monotonic()
 
 
@@ -136,11 +136,16 @@ def bench_parse(seconds: float = 5.0, fixtures: Path = FIXTURES, runs_dir: Path 
 
 # --- 3. orchestration overhead of live steps -------------------------------------------------
 
-def _load_block(step: str, block_id: str) -> bool:
+def _load_block(step: str, block_id: str, measured: frozenset = frozenset()) -> bool:
+    """Whether a recorded block generated load: a load, warm-up, smoke test or capacity probe, or
+    ``load-VARIANT`` of one of the step's variants (the registry's, or ``measured``: the variants the
+    run measured, such as the rate sweep's rates, which depend on the run)."""
     if block_id in LOAD_BLOCKS:
         return True
     if not block_id.startswith("load-"):
         return False
+    if block_id.removeprefix("load-") in measured:
+        return True
     try:
         from tunepath.steps import get_step
 
@@ -193,29 +198,31 @@ def _step_wall(run_dir: Path, step: str, timings: dict) -> tuple[float | None, s
                   if wall is not None else "not recorded")
 
 
-def _unrecorded_warmups(step: str, mine: list[dict]) -> tuple[int, int, float]:
+def _unrecorded_warmups(step: str, mine: list[dict], measured: frozenset, all_kept: bool) -> tuple[int, int, float]:
     """``(repeated load blocks, warm-ups not kept, their estimated seconds)`` of one step.
 
     Repetitions after the first restart Tomcat and warm up again; runs recorded before
     live.py kept every repetition's blocks hold the first repetition's only: estimate
     the warm-ups not kept (one per repeated load block, at the mean warm-up duration)."""
     warmups = [b["duration_s"] for b in mine if b.get("block") == "warm-up"]
-    repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""))
+    repeated = sum(1 for b in mine if _load_block(step, b.get("block", ""), measured)
                    and b.get("block") != "warm-up" and (b.get("repetition") or 1) > 1)
-    # runs recorded since every repetition's blocks are kept need no estimate
+    if all_kept:     # a run that kept every repetition's warm-up (one JVM for a sweep has one)
+        return repeated, 0, 0.0
     kept = sum(1 for b in mine if b.get("block") == "warm-up" and (b.get("repetition") or 1) > 1)
     unrecorded = max(0, repeated - kept) if warmups else 0
     unrecorded_s = sum(warmups) / len(warmups) * unrecorded if warmups else 0.0
     return repeated, unrecorded, unrecorded_s
 
 
-def _step_overhead(run_dir: Path, step: str, blocks: list[dict], timings: dict) -> dict:
+def _step_overhead(run_dir: Path, step: str, blocks: list[dict], timings: dict,
+                   measured: frozenset = frozenset(), all_kept: bool = False) -> dict:
     """One step's row: wall, load, other blocks, overhead (plain and adjusted)."""
     mine = [b for b in blocks if b.get("step") == step and isinstance(b.get("duration_s"), (int, float))]
-    load = sum(b["duration_s"] for b in mine if _load_block(step, b.get("block", "")))
-    other = sum(b["duration_s"] for b in mine if not _load_block(step, b.get("block", "")))
+    load = sum(b["duration_s"] for b in mine if _load_block(step, b.get("block", ""), measured))
+    other = sum(b["duration_s"] for b in mine if not _load_block(step, b.get("block", ""), measured))
     wall, source = _step_wall(run_dir, step, timings)
-    repeated, unrecorded, unrecorded_s = _unrecorded_warmups(step, mine)
+    repeated, unrecorded, unrecorded_s = _unrecorded_warmups(step, mine, measured, all_kept)
     row = {"step": step, "wall_s": wall, "wall_source": source, "load_s": round(load, 3),
            "other_blocks_s": round(other, 3), "repeated_loads": repeated,
            "unrecorded_warmups": unrecorded, "unrecorded_warmup_s_est": round(unrecorded_s, 3),
@@ -247,7 +254,12 @@ def bench_overhead(runs_dir: Path | None = None) -> dict:
     for run_dir, record in _live_records(runs_dir):
         blocks = record.get("blocks") or []
         timings = record.get("step_timings") or {}
-        steps = [_step_overhead(run_dir, step, blocks, timings) for step in _step_order(blocks, timings)]
+        measured = record.get("measurements") or []
+        # runs recorded since every repetition's blocks are kept need no estimate of warm-ups
+        all_kept = any(b.get("block") == "warm-up" and (b.get("repetition") or 1) > 1 for b in blocks)
+        steps = [_step_overhead(run_dir, step, blocks, timings,
+                                frozenset(m.get("variant") for m in measured if m.get("step") == step), all_kept)
+                 for step in _step_order(blocks, timings)]
         runs.append({"run_id": record.get("run_id", run_dir.name), "profile": record.get("profile"),
                      "started": record.get("started"), "finished": record.get("finished"),
                      "steps": steps, "total_with_wall": _run_total(steps)})
@@ -255,6 +267,14 @@ def bench_overhead(runs_dir: Path | None = None) -> dict:
 
 
 # --- the results: machine, JSON file and table (the table: tunepath.bench_report) -----------
+
+def _bench_path(runs_dir: Path | None) -> list[dict]:
+    """Benchmark 4: the recorded path runs (:mod:`tunepath.bench_path`, given the registry)."""
+    from tunepath.bench_path import bench_path
+    from tunepath.steps import REGISTRY
+
+    return bench_path(runs_dir or ROOT / "runs", REGISTRY)
+
 
 def _machine() -> dict:
     model = None
@@ -317,10 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         result["overhead"] = bench_overhead(runs_dir)
     if "path" in only:
         _say(f"[{_clock()}] benchmark 4/4: recorded path runs (wall time, precision, key comparison)")
-        from tunepath.bench_path import bench_path
-        from tunepath.steps import REGISTRY
-
-        result["path"] = bench_path(runs_dir or ROOT / "runs", REGISTRY)
+        result["path"] = _bench_path(runs_dir)
     result["total_s"] = round(time.monotonic() - _T0, 1)
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
