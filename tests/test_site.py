@@ -82,6 +82,9 @@ def _reps(run, step: str, variant: str) -> list:
             "non2xx": sum(r.non_2xx_3xx for r in reports),
             "server_cpu": entry["tomcat_cpu_s"] / requests * 1e6 if entry.get("tomcat_cpu_s") is not None and requests else None,
             "client_cpu": client / requests * 1e6 if client is not None and requests else None,
+            # wrk2's -R is per client; every client of the measurement offered it
+            "offered": (float(rate[1]) * max(1, len(entry.get("parts") or []))
+                        if (rate := re.search(r"\s-R\s*(\d+)\s", entry.get("command") or "")) else None),
         })
     return out
 
@@ -113,6 +116,8 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
         return fmt.latency(med(field.split("_")[1]))
     if pct := re.fullmatch(r"latency_p(50|90|99|999)(_uncorrected)?", field):
         return fmt.latency(med("p" + {"999": "99.9"}.get(pct[1], pct[1]) + (pct[2] or "")))
+    if field == "offered_rate":
+        return fmt.offered(med("offered"))
     if field == "errors":
         return fmt.count(med("errors"))
     if field == "non_2xx_3xx":

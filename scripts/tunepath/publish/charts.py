@@ -118,11 +118,23 @@ def _has_interval(rows: list[dict], low: str, high: str) -> bool:
     return any(_finite(r.get(low)) and _finite(r.get(high)) for r in rows)
 
 
+def _interval_words(rows: list[dict], low: str = "rps_low", high: str = "rps_high") -> str:
+    """What the whiskers are, at the level they really have: a distribution-free interval of a
+    median from few repetitions reaches less than 95 % (its level is in ``interval_level``)."""
+    levels = sorted({round(float(r["interval_level"]) * 100) for r in rows
+                     if _finite(r.get(low)) and _finite(r.get(high)) and _finite(r.get("interval_level"))})
+    if len(levels) == 1:
+        return f"its {levels[0]} % confidence interval"
+    if levels:
+        return f"its confidence interval ({'–'.join(f'{lv} %' for lv in (levels[0], levels[-1]))}, as the table gives per row)"
+    return "its confidence interval"
+
+
 def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str,
                      run_id: str, caption_note: str = "Highlighted bars are this step's measurements.") -> Chart:
     """Bars of requests/s per measurement of one run; ``highlight`` holds step/variant keys."""
     if _has_interval(rows, "rps_low", "rps_high"):
-        caption_note += (" Bars show the median of the repetitions; whiskers its 95 % confidence interval.")
+        caption_note += f" Bars show the median of the repetitions; whiskers {_interval_words(rows)}."
     rel = _emit(static_dir, name, ("throughput", rows, highlight), lambda: _throughput_figure(rows, highlight))
     listing = "; ".join(f"{r['label']}: {fmt.rate(r['requests_per_sec'])} req/s" for r in rows)
     return Chart(id=name.split("-", 1)[1] if "-" in name else name, run_id=run_id, src=rel,
@@ -232,7 +244,7 @@ def thread_sweep_chart(rows: list[dict], static_dir: Path, name: str, run_id: st
                      f"server CPU per request and p99 latency. {listing}.",
                  caption=f"Throughput, server CPU time per request and p99 latency against the thread count on "
                          f"{rows[0]['server']}, run {run_id}. Points are medians of the repetitions; whiskers "
-                         "their 95 % confidence interval where there were at least three.")
+                         f"{_interval_words(rows).replace('its ', 'their ', 1)} where there were at least three.")
 
 
 def _thread_sweep_figure(rows: list[dict], xs: list, best_x) -> "Figure":
