@@ -32,6 +32,20 @@ class BuiltSite:
         return self.lp / name / "index.html" if name else self.lp / "index.html"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_home(tmp_path_factory):
+    """The session's own HOME, so that ~/.tunepath (its run lock, original-state file and pid files)
+    and ~/apache-tomcat-* never touch the account's real ones: a run killed elsewhere on this machine
+    cannot leave a lock that fails these tests, and these tests leave nothing in root's home. The
+    test sshd gives its sessions this HOME too (tests/sshd.py), so a run over SSH and a local one
+    see one state directory, as on a real single-host set-up."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TUNEPATH_ACCOUNT_HOME", os.environ.get("HOME", ""))
+        patch.setenv("HOME", str(home))
+        yield home
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> BuiltSite:
     """The whole site, replayed from runs/ into a temporary directory (never the work tree)."""

@@ -64,7 +64,8 @@ def start_sshd(workdir: Path) -> Sshd:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {workdir}/sshd.pid\n"
         f"AuthorizedKeysFile {workdir}/authorized_keys\nStrictModes no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nUsePAM no\n"
-        "AcceptEnv none\nPrintMotd no\nSubsystem sftp internal-sftp\n")
+        "AcceptEnv none\nPrintMotd no\nSubsystem sftp internal-sftp\n"
+        f"SetEnv HOME={os.environ['HOME']}\n")       # the test session's own HOME (tests/conftest.py)
     Path("/run/sshd").mkdir(exist_ok=True)       # privilege separation directory
     proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
                             stderr=open(workdir / "sshd.log", "wb"))

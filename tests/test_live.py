@@ -269,11 +269,14 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     assert all(r.requests > 0 for r in reports)          # both clients really sent requests
     frame = measurements_frame([run], REGISTRY)
     row = frame[(frame.step == "baseline") & (frame.variant == "stock")].iloc[0]
+    # a repetition disturbed from outside (foreign load on a busy machine) is left out of the row
+    kept = [r["repetition"] for r in row["repetitions"] if not r["dropped"]]
+    assert kept and row["n"] == len(kept) and row["n"] + row["dropped"] == 2
     per_rep = [sum(parse_file(p).requests_per_sec for _, p in run.measurement("baseline", "stock", r).parts)
-               for r in (1, 2)]
-    assert row["n"] == 2 and row["requests_per_sec"] == pytest.approx(sum(per_rep) / 2)
-    assert sorted(c["repetition"] for c in row["clients"]) == [1, 1, 2, 2]     # each client, per repetition
-    assert len({c["raw"] for c in row["clients"]}) == 4                      # from its own raw output
+               for r in kept]
+    assert row["requests_per_sec"] == pytest.approx(sorted(per_rep)[0] if len(kept) == 1 else sum(per_rep) / 2)
+    assert sorted(c["repetition"] for c in row["clients"]) == sorted(kept * 2)   # each client, per repetition
+    assert len({c["raw"] for c in row["clients"]}) == 2 * len(kept)            # from its own raw output
     flags = [f for f in row["flags"] if f.host in {n for n, _ in m.parts}]
     assert all(f.text.startswith("client ") for f in flags)   # per-client checks name their client
     assert row["latency_merge"]["method"] == "bounds"     # Debian wrk prints no spectrum: a bound, not a merge

@@ -243,7 +243,7 @@ class SSHHost(Host):
         the keys it trusts are written by its owner, never here."""
         from fabric import Connection
 
-        self.spec = spec
+        self.spec, self._home = spec, None
         self.check = check or HostKeyCheck(known_hosts, trust_new_host)
         self.known_hosts = self.check.path
         self.trust_new_host = self.check.trust_new
@@ -322,11 +322,22 @@ class SSHHost(Host):
         return CommandResult(self.name, display, res.stdout, res.stderr, res.exited, time.monotonic() - start,
                              timeout, timed_out)
 
+    def _absolute(self, remote: str) -> str:
+        """``~/x`` as the path the host's commands mean (``$HOME``): SFTP starts in the passwd home."""
+        if not remote.startswith("~/"):
+            return remote
+        if self._home is None:
+            home = self.run('printf %s "$HOME"', timeout=15, hint="cannot read $HOME on the host").stdout.strip()
+            if not home.startswith("/"):
+                raise TunepathError(f"on {self.name}: $HOME is {home!r}, not an absolute path; set it")
+            self._home = home
+        return f"{self._home.rstrip('/')}/{remote[2:]}"
+
     def put(self, local: Path, remote: str) -> None:
         """Upload, keeping the file's mode (Fabric's ``put`` chmods to it afterwards). The target is
         first made empty and 0600 on the host, so it is never readable by others while the bytes
         arrive (SFTP alone creates it 0644 and chmods only at the end)."""
-        path = remote[2:] if remote.startswith("~/") else remote    # SFTP and SSH both start at home
+        path = self._absolute(remote)
         # shlex.quote, not model.shell.quote: the shell must name exactly the file SFTP writes, so no
         # ``~`` or ``$HOME`` may expand here
         self.run(f"umask 077 && : > {shlex.quote(path)} && chmod 600 {shlex.quote(path)}", timeout=30,
@@ -339,7 +350,7 @@ class SSHHost(Host):
 
     def get(self, remote: str, local: Path) -> None:
         try:
-            self.conn.get(remote[2:] if remote.startswith("~/") else remote, str(local))
+            self.conn.get(self._absolute(remote), str(local))
         except Exception as exc:
             raise TunepathError(f"on {self.name}: downloading {remote} failed ({exc or type(exc).__name__})") from None
 
