@@ -30,7 +30,8 @@ from conftest import ROOT
 PKG = ROOT / "scripts" / "tunepath"
 WRK2_REPORT = "latency.txt"            # a real wrk2 --latency report in the shared fixtures
 HEAVY_MODULES = ("fabric", "paramiko", "invoke", "pandas", "matplotlib", "papermill")
-PARSE_NEEDS = ("tunepath", "tunepath.cli", "tunepath.errors", "tunepath.versions", "tunepath.parse")
+# tunepath.settings: the table `tunepath run`'s options are built from (it imports only errors and versions)
+PARSE_NEEDS = ("tunepath", "tunepath.cli", "tunepath.errors", "tunepath.versions", "tunepath.settings", "tunepath.parse")
 
 
 @dataclass(frozen=True)

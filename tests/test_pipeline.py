@@ -140,8 +140,8 @@ def test_write_is_atomic_and_never_overwrites(tmp_path):
 
 
 def test_modes_and_steps_fail_clearly():
-    with pytest.raises(TunepathError, match="needs the id of the run being recorded"):
-        pipeline.step("baseline", "live", RUNS)
+    with pytest.raises(TunepathError, match="unknown mode"):
+        pipeline.step("baseline", "fast", RUNS)
     with pytest.raises(TunepathError, match="unknown mode"):
         pipeline.replay_step("baseline", RUNS, mode="fast")
     with pytest.raises(TunepathError, match="unknown step 'tls'; the steps are: setup, baseline"):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tunepath import __version__
 from tunepath.errors import TunepathError as UserError, is_expected
-from tunepath.versions import TOMCAT_VERSION
+from tunepath.settings import LIVE, WHERE, by_name
 
 
 def _cmd_parse(args) -> int:
@@ -147,33 +147,6 @@ def _cmd_build(args) -> int:
     return 0
 
 
-def _source(value: str | None) -> str | None:
-    """``--wrk2-source``: a URL as given, a local file or directory as an absolute path."""
-    if value is None or "://" in value or not value.strip() or "\0" in value:
-        return value                 # LiveOptions.check says what is wrong with it
-    try:
-        return str(Path(value).expanduser().resolve())
-    except (OSError, RuntimeError) as exc:
-        raise UserError(f"--wrk2-source {value}: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-def _abs(path: str | None, what: str) -> str | None:
-    """A local file given on the command line, as an absolute path (the steps run elsewhere)."""
-    if path is None:
-        return None
-    if not path.strip() or "\0" in path:
-        raise UserError(f"{what} {path!r}: give the path of a file")
-    try:
-        p = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError) as exc:      # a symlink loop, a name too long
-        raise UserError(f"{what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if p.is_dir():
-        raise UserError(f"{what} {path}: is a directory, not a file")
-    if not p.is_file():
-        raise UserError(f"{what} {path}: no such file")
-    return str(p)
-
-
 def _positive_int(text: str) -> int:
     import argparse
 
@@ -187,22 +160,14 @@ def _positive_int(text: str) -> int:
 
 
 def _live_options(args):
-    """The live options of ``tunepath run`` / ``restore``; checked by ``run_path``/``restore_host``
-    (and ``--check-options``) before anything connects."""
+    """The live options of ``tunepath run`` / ``restore`` (those given; the rest keep the defaults of
+    :mod:`tunepath.settings`); checked by ``run_path``/``restore_host`` (and ``--check-options``)
+    before anything connects."""
     from tunepath.live.session import LiveOptions
+    from tunepath.settings import LIVE, resolve_paths
 
-    return LiveOptions(hosts_file=_abs(args.hosts, "inventory"), profile=args.profile if hasattr(args, "profile") else "quick",
-                       apply=getattr(args, "apply", False), allow_reboot=getattr(args, "allow_reboot", False),
-                       trust_new_hosts=args.trust_new_hosts, mask_hosts=getattr(args, "mask_hosts", False),
-                       tomcat_home=args.tomcat_home, tomcat_tarball=_abs(getattr(args, "tomcat_tarball", None), "Tomcat tarball"),
-                       tomcat_url=getattr(args, "tomcat_url", None), http_port=args.http_port,
-                       build_wrk2=getattr(args, "build_wrk2", False), java_home=args.java_home,
-                       wrk2_source=_source(getattr(args, "wrk2_source", None)),
-                       all_clients=not getattr(args, "first_client_only", False),
-                       repetitions=getattr(args, "repetitions", None),
-                       max_repetitions=getattr(args, "max_repetitions", None),
-                       ci_target_pct=getattr(args, "ci_target", None),
-                       step_budget_s=getattr(args, "step_budget", None), pin=not getattr(args, "no_pin", False))
+    given = {s.name: getattr(args, s.name) for s in LIVE if hasattr(args, s.name)}
+    return LiveOptions(**resolve_paths(given))
 
 
 def _cmd_run(args) -> int:
@@ -234,15 +199,18 @@ def _cmd_lab(args) -> int:
     return lab_command(args.action, args.dir, args.prefix)
 
 
-def _host_args(sp) -> None:
-    sp.add_argument("--hosts", default=None, help="inventory (hosts.toml); default: this machine, no SSH")
-    sp.add_argument("--trust-new-hosts", action="store_true",
-                    help="accept host keys not yet in known_hosts and append them once every host connected "
-                         "(a changed or @revoked key is still refused)")
-    sp.add_argument("--tomcat-home", default=f"~/apache-tomcat-{TOMCAT_VERSION}", help="Tomcat's directory on the server")
-    sp.add_argument("--http-port", type=int, default=8080, help="Tomcat's HTTP port")
-    sp.add_argument("--java-home", default=None,
-                    help="a JDK on the server to run Tomcat with (virtual threads need 21 or later)")
+def _add_settings(sp, settings) -> None:
+    """Options from :mod:`tunepath.settings` (names, meanings and defaults shared with the notebooks'
+    parameters). An option not given is left out of ``args``, so ``LiveOptions`` keeps its default."""
+    for s in settings:
+        common = {"dest": s.name, "default": argparse.SUPPRESS, "help": s.cli_help()}
+        if s.kind == "switch":
+            sp.add_argument(s.flag, action="store_true", **common)
+        elif s.kind == "off-switch":
+            sp.add_argument(s.flag, action="store_false", **common)
+        else:
+            kind = {"int": int, "count": _positive_int, "float": float, None: None}[s.type]
+            sp.add_argument(s.flag, type=kind, metavar=s.metavar, **common)
 
 
 def _add_supersede(sub) -> None:
@@ -259,34 +227,9 @@ def _add_supersede(sub) -> None:
 def _add_run(sub) -> None:
     """``tunepath run``: its many options, apart from make_parser."""
     sp = sub.add_parser("run", help="run the path live on real hosts, record a new run, rebuild the site")
-    _host_args(sp)
+    _add_settings(sp, LIVE)
     sp.add_argument("--steps", default=None, help="comma-separated steps (default: all but the summary)")
-    sp.add_argument("--profile", default="quick", help="smoke (seconds, tests), quick (default), full (original)")
-    sp.add_argument("--repetitions", type=_positive_int, default=None, metavar="N",
-                    help="at least N interleaved repetitions per configuration (default: the profile's)")
-    sp.add_argument("--max-repetitions", type=_positive_int, default=None, metavar="N",
-                    help="at most N repetitions (default: the profile's)")
-    sp.add_argument("--ci-target", type=float, default=None, metavar="PCT",
-                    help="stop repeating once every 95 %% interval is within ±PCT %% of its median (default 5)")
-    sp.add_argument("--step-budget", type=float, default=None, metavar="SECONDS",
-                    help="stop repeating when a step has used this long (default: the profile's)")
-    sp.add_argument("--first-client-only", action="store_true",
-                    help="with several clients in the inventory, drive the load from the first only")
-    sp.add_argument("--no-pin", action="store_true",
-                    help="where server and clients share one kernel, do not pin Tomcat and the load generator to "
-                         "disjoint CPUs (taskset); the CPU steps may then take every CPU but the server's offline")
-    sp.add_argument("--apply", action="store_true", help="make disruptive host changes (CPUs, NIC queues, GRUB)")
-    sp.add_argument("--allow-reboot", action="store_true", help="with --apply: allow the IOMMU step's reboot")
-    sp.add_argument("--mask-hosts", action="store_true", help="replace host names and addresses in the record")
-    sp.add_argument("--build-wrk2", action="store_true",
-                    help="build wrk2 on every client from upstream's git repository, with tunepath's patch "
-                         "(needs internet on the clients; x86_64 and aarch64)")
-    sp.add_argument("--wrk2-source", metavar="PATH_OR_URL", default=None,
-                    help="build wrk2 on every client from this tarball or directory (uploaded) or http(s) URL "
-                         "(a tarball, or a git repository ending .git); implies --build-wrk2")
-    sp.add_argument("--tomcat-tarball", default=None, help="local Tomcat tarball to upload (checksum verified)")
-    sp.add_argument("--tomcat-url", default=None, help="or a URL the server downloads it from")
-    sp.add_argument("--runs-dir", default=None, help="where runs are recorded (default: runs/)")
+    sp.add_argument("--runs-dir", default=None, help=by_name("runs_dir").cli_help())
     sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
     sp.add_argument("--no-build", action="store_true", help="record the run only")
     sp.add_argument("--check-options", action="store_true",
@@ -350,7 +293,7 @@ def make_parser() -> argparse.ArgumentParser:
     _add_supersede(sub)
 
     sp = sub.add_parser("restore", help="return the server to its saved original state")
-    _host_args(sp)
+    _add_settings(sp, WHERE)
     sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
     sp.set_defaults(func=_cmd_restore)
 

@@ -2,21 +2,28 @@
 
 A notebook stays a page of narrative around a few calls::
 
-    result = pipeline.step("baseline", mode, runs_dir, run_ids, ...)
+    result = pipeline.step("baseline", **pipeline.parameters(globals()))
     pipeline.table(result)
     charts = pipeline.draw_charts(result, site_dir)
+    pipeline.show_charts(result, charts)
     pipeline.publish(result, charts, site_dir, mode)
 
 In ``mode="replay"`` the step reads recorded runs. In ``mode="live"`` :func:`step` first
-runs the step on the hosts of the inventory (:mod:`tunepath.live.execute`), recording into
-the run being recorded, then parses that run like any other; the site itself is rebuilt
-from all runs once the live run is complete. Everything step-specific is the step
-object's business (:mod:`tunepath.steps`); this module only asks it.
+runs the step on the hosts of the inventory. Executed by ``tunepath run`` (which passes the
+id of the run it is recording), it records into that run (:mod:`tunepath.live.execute`) and
+the site is rebuilt from all runs once the run is complete. Run by hand, in JupyterLab or
+with Papermill and no run id, it records a run of this one step the way ``tunepath run``
+does (:mod:`tunepath.live.runner`), then shows it and prints the command that rebuilds the
+site. Everything step-specific is the step object's business (:mod:`tunepath.steps`); this
+module only asks it.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -28,11 +35,13 @@ from tunepath.evidence.store import Run, RunStore
 from tunepath.evidence.supersede import check_superseding
 from tunepath.publish.charts import Chart
 from tunepath.memo import shared
+from tunepath.project import project_dir
 from tunepath.publish.hugo_data import write_json
+from tunepath.settings import LIVE, resolve_paths
 from tunepath.steps import REGISTRY
 
-__all__ = ["MODES", "check_mode", "StepResult", "step", "replay_step", "draw_charts", "publish",
-           "notebook_links", "table", "flags", "analysis", "show_commands"]
+__all__ = ["MODES", "check_mode", "StepResult", "step", "parameters", "replay_step", "draw_charts", "show_charts",
+           "publish", "notebook_links", "table", "flags", "analysis", "show_commands"]
 
 MODES = ("replay", "live")
 
@@ -42,36 +51,92 @@ def check_mode(mode: str) -> None:
         raise TunepathError(f"unknown mode {mode!r}: use 'replay' (recorded runs) or 'live'")
 
 
-def step(name: str, mode: str, runs_dir, run_ids=None, hosts_file=None, profile: str = "quick",
+class StepInterrupted(KeyboardInterrupt):
+    """The kernel's stop button (or Ctrl-C) ended a step this notebook was recording."""
+
+
+def _short_errors() -> None:
+    """In a notebook, a problem the user can fix (:class:`TunepathError`) and an interrupted run
+    show as their one-line message, not a traceback through the package. They stay errors: the
+    cell fails, and Papermill stops there."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "set_custom_exc"):
+        shell.set_custom_exc((TunepathError, StepInterrupted), _one_line)
+
+
+def _one_line(shell, etype, value, tb, tb_offset=None) -> None:
+    shell.showtraceback((etype, value, tb), exception_only=True)
+
+
+def parameters(namespace: dict) -> dict:
+    """The arguments of :func:`step` from a notebook's variables: its parameters by name (those of
+    :mod:`tunepath.settings` and the steps' own), so the call stays one line however many there are."""
+    names = {"mode", "run_ids", "runs_dir", *(s.name for s in LIVE),
+             *(name for definition in REGISTRY for name, _, _ in definition.notebook_parameters)}
+    return {name: value for name, value in namespace.items() if name in names}
+
+
+def step(name: str, mode: str = "replay", runs_dir=None, run_ids=None, hosts_file=None, profile: str = "quick",
          apply: bool = False, allow_reboot: bool = False, slo_ms: float = 10.0, slo_percentile: str = "99",
          **live_options) -> StepResult:
     """A notebook's one call: in live mode run the step and record it, then parse the run(s).
 
-    ``slo_ms`` / ``slo_percentile``: the latency objective the rate sweep's capacity is
-    read at (default p99 ≤ 10 ms)."""
+    ``runs_dir``: None is the project's ``runs/``. ``slo_ms`` / ``slo_percentile``: the latency
+    objective the rate sweep's capacity is read at (default p99 ≤ 10 ms). The live settings are
+    those of :mod:`tunepath.settings`."""
+    _short_errors()
     check_mode(mode)
     definition = REGISTRY.get(name)
+    runs_dir = Path(runs_dir) if runs_dir is not None else project_dir() / "runs"
     if mode == "live":
-        result = _live(definition, runs_dir, run_ids, hosts_file, profile, apply, allow_reboot, live_options)
+        settings = dict(live_options, hosts_file=hosts_file, profile=profile, apply=apply, allow_reboot=allow_reboot)
+        result = _live(definition, runs_dir, run_ids, settings)
     else:
         result = replay_step(name, runs_dir, run_ids)
     result.options.update(slo_ms=float(slo_ms), slo_percentile=str(slo_percentile))
     return result
 
 
-def _live(definition, runs_dir, run_ids, hosts_file, profile, apply, allow_reboot, live_options) -> StepResult:
+def _live(definition, runs_dir: Path, run_ids, settings: dict) -> StepResult:
+    """Run the step live. With a run id (``tunepath run`` executes this notebook), into that run;
+    without one (a notebook run by hand), as a run of its own, which this returns finished."""
     from tunepath.evidence.recorder import INPROGRESS
     from tunepath.live.execute import run_step
     from tunepath.live.session import LiveOptions
 
+    unknown = sorted(set(settings) - {s.name for s in LIVE})
+    if unknown:
+        raise TunepathError(f"unknown live setting(s) {', '.join(unknown)}: the settings are "
+                            f"{', '.join(s.name for s in LIVE)}")
+    options = LiveOptions(**resolve_paths(settings))
     if not run_ids:
-        raise TunepathError("live mode needs the id of the run being recorded (start it with "
-                            "`tunepath run` / scripts/run)")
+        return _record_run(definition, runs_dir, options)
     run_id = run_ids if isinstance(run_ids, str) else run_ids[0]
-    options = LiveOptions(hosts_file=hosts_file, profile=profile, apply=apply, allow_reboot=allow_reboot,
-                          **live_options)
     run_step(definition, runs_dir, run_id, options)
-    return replay_step(definition.name, Path(runs_dir) / INPROGRESS, [run_id], allow_empty=True)
+    return replay_step(definition.name, runs_dir / INPROGRESS, [run_id], allow_empty=True)
+
+
+def _record_run(definition, runs_dir: Path, options) -> StepResult:
+    """A run of this one step, recorded as ``tunepath run --steps NAME --no-build`` records it (the
+    step's notebook executed inside the run, facts, the hosts restored, complete or failed);
+    a failure or an interrupt restores the hosts and records the run as failed, then raises."""
+    from tunepath.live.runner import run_path
+
+    if not definition.live:
+        raise TunepathError(f"step {definition.name!r} runs nothing on any host: it reads recorded runs; use "
+                            "mode = \"replay\"")
+    try:
+        path = run_path(options, steps=[definition.name], runs_dir=runs_dir, build=False)
+    except KeyboardInterrupt:
+        raise StepInterrupted(f"the hosts were put back and the run is recorded as failed (\"interrupted\") in "
+                              f"{runs_dir}; the published site is unchanged") from None
+    result = replay_step(definition.name, runs_dir, [path.name])
+    result.recorded = path
+    return result
 
 
 def _selection(run_ids) -> list[str] | None:
@@ -158,9 +223,25 @@ def show_commands(result: StepResult) -> None:
             print(block.text, end="\n\n")
 
 
-def draw_charts(result: StepResult, site_dir) -> list[Chart]:
-    """The step's charts, one set per run (never one series across hosts)."""
-    return result.definition.charts(result, Path(site_dir) / "static")
+def draw_charts(result: StepResult, site_dir=None) -> list[Chart]:
+    """The step's charts, one set per run (never one series across hosts), written under
+    ``site_dir``'s ``static/`` (None: the project's). A run this notebook recorded by itself is
+    drawn into a directory of its own: the site's charts are the build's to write."""
+    if result.recorded is not None:
+        static = Path(tempfile.mkdtemp(prefix=f"tunepath-{result.recorded.name}-charts-"))
+        atexit.register(shutil.rmtree, static, ignore_errors=True)
+    else:
+        static = Path(site_dir if site_dir is not None else project_dir()) / "static"
+    result.chart_dir = static
+    return result.definition.charts(result, static)
+
+
+def show_charts(result: StepResult, charts: list[Chart]) -> None:
+    """Display the charts :func:`draw_charts` drew, in the notebook."""
+    from IPython.display import SVG, display
+
+    for chart in charts:
+        display(SVG(filename=str(result.chart_dir / chart.src)))
 
 
 def notebook_links(name: str) -> dict:
@@ -168,15 +249,26 @@ def notebook_links(name: str) -> dict:
     return {"ipynb": f"notebooks/{notebook}", "html": f"notebooks/{notebook.removesuffix('.ipynb')}.html"}
 
 
-def publish(result: StepResult, charts: list[Chart], site_dir, mode: str = "replay") -> Path | None:
-    """Write the step's Hugo data; returns the file written (nothing in live mode: the site
-    is rebuilt from every run once the live run is complete)."""
+def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = "replay") -> Path | None:
+    """Write the step's Hugo data (under ``site_dir``; None: the project); returns the file written.
+    In live mode nothing is written: the site is rebuilt from every run, and this says how."""
     if mode == "live":
-        print("live mode: recorded in the run; the site is rebuilt from all runs when the run completes")
+        print(_rebuild_note(result))
         return None
     definition = result.definition
     historical = Path(result.runs[0].path).parent / "historical" if result.runs else None
     doc = definition.document(result, [c.to_dict() for c in charts], notebook_links(result.step), historical)
-    path = Path(site_dir) / definition.data_file
+    path = Path(site_dir if site_dir is not None else project_dir()) / definition.data_file
     write_json(path, doc)
     return path
+
+
+def _rebuild_note(result: StepResult) -> str:
+    if result.recorded is None:
+        return "live mode: recorded in the run; the site is rebuilt from all runs when the run completes"
+    runs_dir = result.recorded.parent
+    option = "" if runs_dir.resolve() == (project_dir() / "runs").resolve() else f" --runs-dir {runs_dir}"
+    return (f"Recorded run {result.recorded.name} in {result.recorded}. To show it on the site, rebuild it from "
+            f"every recorded run, from the project's directory:\n\n    scripts/build{option}\n\n"
+            f"(its page: {result.definition.page}/; to leave the run off the pages, `tunepath supersede` it or "
+            "remove its directory)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -27,6 +28,8 @@ class StepResult:
     frame: pd.DataFrame
     all_rows: pd.DataFrame = field(repr=False, default=None)
     options: dict = field(default_factory=lambda: {"slo_ms": 10.0, "slo_percentile": "99"})
+    recorded: Path | None = None     # the run a notebook in live mode recorded by itself (finished)
+    chart_dir: Path | None = None    # where pipeline.draw_charts wrote the charts (their static/)
 
     def commands(self, run_id: str | None = None) -> list:
         """The step's command blocks for a run's hosts (the first run by default)."""

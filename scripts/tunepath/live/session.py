@@ -43,6 +43,7 @@ from tunepath.live.wrk2 import Wrk2Source
 from tunepath.versions import WRK2_REPO
 from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 from tunepath.project import project_dir
+from tunepath.settings import DEFAULTS
 
 __all__ = ["LiveOptions", "validate", "Session", "open_session", "live_context", "progress", "expand_home",
            "masker_for", "mask_names_file", "server_address", "context_file", "save_context",
@@ -57,25 +58,27 @@ def progress(message: str) -> None:
 
 @dataclass
 class LiveOptions:
-    hosts_file: str | None = None
-    profile: str = "quick"
-    apply: bool = False
-    allow_reboot: bool = False
-    trust_new_hosts: bool = False
-    mask_hosts: bool = False
-    tomcat_home: str = f"~/apache-tomcat-{TOMCAT_VERSION}"
-    tomcat_tarball: str | None = None
-    tomcat_url: str | None = None
-    http_port: int = 8080
-    build_wrk2: bool = False       # build wrk2 on every client from upstream's repository (needs internet)
-    wrk2_source: str | None = None  # … or from this tarball, directory or URL (implies building it)
-    all_clients: bool = True       # several clients in the inventory: drive the load from all at once
-    repetitions: int | None = None        # interleaved repetitions, at least (default: the profile's)
-    max_repetitions: int | None = None    # … at most
-    ci_target_pct: float | None = None    # stop once every interval is this narrow (% of the median)
-    step_budget_s: float | None = None    # … or when a step has used this many seconds
-    java_home: str | None = None   # a JDK on the server other than its default `java` (e.g. 21+ for virtual threads)
-    pin: bool = True               # server and clients on one kernel: Tomcat and the load on disjoint CPUs
+    """A live run's settings. Their names, defaults and meanings are :mod:`tunepath.settings`'s
+    (which ``tunepath run``'s options and the notebooks' parameters are generated from)."""
+    hosts_file: str | None = DEFAULTS["hosts_file"]
+    profile: str = DEFAULTS["profile"]
+    apply: bool = DEFAULTS["apply"]
+    allow_reboot: bool = DEFAULTS["allow_reboot"]
+    trust_new_hosts: bool = DEFAULTS["trust_new_hosts"]
+    mask_hosts: bool = DEFAULTS["mask_hosts"]
+    tomcat_home: str = DEFAULTS["tomcat_home"]
+    tomcat_tarball: str | None = DEFAULTS["tomcat_tarball"]
+    tomcat_url: str | None = DEFAULTS["tomcat_url"]
+    http_port: int = DEFAULTS["http_port"]
+    java_home: str | None = DEFAULTS["java_home"]
+    build_wrk2: bool = DEFAULTS["build_wrk2"]
+    wrk2_source: str | None = DEFAULTS["wrk2_source"]
+    all_clients: bool = DEFAULTS["all_clients"]
+    repetitions: int | None = DEFAULTS["repetitions"]
+    max_repetitions: int | None = DEFAULTS["max_repetitions"]
+    ci_target_pct: float | None = DEFAULTS["ci_target_pct"]
+    step_budget_s: float | None = DEFAULTS["step_budget_s"]
+    pin: bool = DEFAULTS["pin"]
 
     def check(self) -> None:
         """Every value in range and of the right shape, before anything connects, locks or installs."""

@@ -19,33 +19,32 @@ import logging
 import os
 import re
 import sys
+import textwrap
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.project import project_dir
+from tunepath.settings import LIVE, NOTEBOOK, literal
 
 __all__ = ["render", "write_all", "check_all", "parameters", "relative", "execute", "quiet_kernel_manager",
            "quiet_papermill"]
 
-MODES_NOTE = ("This notebook is executed by Papermill: `scripts/build` replays recorded runs (`mode=\"replay\"`), "
-              "`scripts/run` runs the step on your hosts first (`mode=\"live\"`). It parses the load generator's "
-              "raw output from every selected run, draws one chart per run (a run is one server and one client: "
-              "runs from different hosts are never one series) and writes the data the page shows.")
+MODES_NOTE = ("Run it as it is (JupyterLab's Run All, `scripts/notebook` opens it) to replay the recorded runs: "
+              "it parses the load generator's raw output from every selected run, draws one chart per run (a run "
+              "is one server and one client: runs from different hosts are never one series) and writes the data "
+              "the page shows. Set `mode = \"live\"` (and `hosts_file`, or leave it `None` for this machine) to run "
+              "this one step on your hosts first: that records a new run of it under `runs/`, restores the hosts "
+              "afterwards, and shows the new run's table and charts. `scripts/build` replays every notebook; "
+              "`scripts/run` runs them all live.")
 ANALYSIS_NOTE = ("This notebook is executed by Papermill: `scripts/build` runs it over the recorded runs; it "
                  "runs nothing on any host.")
-PARAMETERS = (
-    ("run_ids", "[]", "recorded runs to replay; empty: every run under runs_dir"),
-    ("mode", '"replay"', '"replay": rebuild from runs/; "live": run the step on your hosts first'),
-    ("hosts_file", "None", "inventory of server and client hosts, for live mode"),
-    ("profile", '"quick"', "load profile for live mode: smoke, quick or full"),
-    ("apply", "False", "allow disruptive host changes in live mode"),
-    ("allow_reboot", "False", "live mode with apply: a step may reboot the server (IOMMU)"),
-    ("live_options", "{}", "more live settings: tomcat_home, http_port, repetitions, ci_target_pct, …"),
-    ("runs_dir", '"../runs"', "where recorded runs live"),
-    ("site_dir", '".."', "where data/ and static/charts/ are written"),
-)
+PARAMETERS_NOTE = ("# PARAMETERS: edit them here, or give them to Papermill (-p NAME VALUE), which puts its\n"
+                   "# values in a cell after this one.")
+LIVE_NOTE = ("# LIVE MODE ONLY: the options of `tunepath run`, with the same meanings (`tunepath run --help`\n"
+             "# names the option of each).")
+WRAP = 100
 NUMBERED = re.compile(r"^\d{2}-[a-z0-9-]+\.ipynb$")
 
 
@@ -57,20 +56,32 @@ def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> d
     return cell
 
 
+def _rows(rows: list[tuple[str, str, str]]) -> list[str]:
+    """Each parameter as ``name = value`` under its meaning (a comment, wrapped)."""
+    lines = []
+    for name, value, comment in rows:
+        lines += [f"# {line}" for line in textwrap.wrap(comment, WRAP - 2)] + [f"{name} = {value}"]
+    return lines
+
+
 def _parameters_cell(step) -> str:
-    rows = [*PARAMETERS, *step.notebook_parameters]
-    width = max(len(f"{name} = {value}") for name, value, _ in rows)
-    lines = [f"{f'{name} = {value}':<{width}}  # {comment}" for name, value, comment in rows]
-    return "# Parameters (Papermill injects its own values after this cell)\n" + "\n".join(lines)
+    """The parameters Papermill fills in, from :mod:`tunepath.settings` (the same names, defaults and
+    meanings as ``tunepath run``'s options) and the step's own (``Step.notebook_parameters``)."""
+    own = [(s.name, literal(s.default), s.help) for s in NOTEBOOK]
+    live = [(s.name, literal(s.default), s.help) for s in LIVE] if step.live else []
+    extra = list(step.notebook_parameters)
+    cell = [PARAMETERS_NOTE, "", *_rows(own)]
+    if live:
+        cell += ["", LIVE_NOTE, "", *_rows(live)]
+    if extra:
+        cell += ["", "# THIS STEP'S OWN", "", *_rows(extra)]
+    return "\n".join(cell)
 
 
 def _step_call(step) -> str:
-    extra = "".join(f", {name}={name}" for name, _, _ in step.notebook_parameters)
-    return ("from IPython.display import SVG, display\n"
-            "from pathlib import Path\n"
-            "from tunepath import pipeline\n\n"
-            f"result = pipeline.step(\"{step.name}\", mode, runs_dir, run_ids, hosts_file=hosts_file, profile=profile,\n"
-            f"                       apply=apply, allow_reboot=allow_reboot{extra}, **live_options)\n"
+    return ("from tunepath import pipeline\n\n"
+            "# every parameter above, by its name\n"
+            f"result = pipeline.step(\"{step.name}\", **pipeline.parameters(globals()))\n"
             "pipeline.table(result)")
 
 
@@ -84,11 +95,10 @@ def _sections(step) -> list[tuple[str, str]]:
                                "The page prints the same blocks from the data this notebook writes."),
                   ("code", "pipeline.show_commands(result)")]
     cells += [("markdown", "## Charts"),
-              ("code", "charts = pipeline.draw_charts(result, site_dir)\nfor chart in charts:\n"
-                       "    display(SVG(filename=str(Path(site_dir) / \"static\" / chart.src)))"),
+              ("code", "charts = pipeline.draw_charts(result, site_dir)\npipeline.show_charts(result, charts)"),
               ("markdown", f"## Publish\n\nIn replay mode, writes `{step.data_file}` for Hugo. In live mode the "
-                           "measurements are already recorded in the run; the site is rebuilt from all runs when it "
-                           "completes."),
+                           "measurements are already in the recorded run: this cell prints the command that rebuilds "
+                           "the site with it."),
               ("code", "pipeline.publish(result, charts, site_dir, mode)")]
     return cells
 
@@ -142,18 +152,20 @@ def check_all(notebooks_dir: Path, registry) -> list[str]:
 
 
 def parameters(mode: str, runs_dir: Path, site_dir: Path, run_ids: list[str] | None = None, *,
-               hosts_file: str | None = None, profile: str = "quick", apply: bool = False,
-               allow_reboot: bool = False, live_options: dict | None = None, cwd: Path | None = None) -> dict:
-    """The Papermill parameters of a step's notebook (part of the replay build's cache key).
+               cwd: Path | None = None, **live) -> dict:
+    """The Papermill parameters of a step's notebook (part of the replay build's cache key): the
+    notebook's own and the live settings given in ``live`` (names of :data:`tunepath.settings.LIVE`).
 
     ``runs_dir`` and ``site_dir`` are given relative to ``cwd``, the directory the kernel runs
     in: :func:`execute` runs it in the notebook's own directory, by default the project's
     ``notebooks/``. Papermill prints the parameters into the executed notebooks, which are
     published, and a path of the machine that built them has no place there."""
+    unknown = sorted(set(live) - {s.name for s in LIVE})
+    if unknown:
+        raise TypeError(f"not live settings: {', '.join(unknown)}")
     base = Path(cwd) if cwd is not None else project_dir() / "notebooks"
-    return {"run_ids": list(run_ids or []), "mode": mode, "hosts_file": hosts_file, "profile": profile,
-            "apply": apply, "allow_reboot": allow_reboot, "live_options": dict(live_options or {}),
-            "runs_dir": relative(runs_dir, base), "site_dir": relative(site_dir, base)}
+    return {"mode": mode, "run_ids": list(run_ids or []), "runs_dir": relative(runs_dir, base),
+            "site_dir": relative(site_dir, base), **live}
 
 
 def relative(path: Path, base: Path) -> str:
