@@ -79,3 +79,13 @@ def test_its_default_kernel_is_python3_of_the_projects_environment(server):
     assert specs["default"] == "python3"
     # the server runs from .venv, so ipykernel's spec ("python" = the server's own interpreter) is .venv's
     assert specs["kernelspecs"]["python3"]["spec"]["argv"][:3] == ["python", "-m", "ipykernel_launcher"]
+
+
+def test_it_does_not_autosave_outputs_into_the_generated_notebooks(server):
+    """The notebooks are `tunepath notebooks`' output: a Run All must not write its outputs back
+    into the tracked files unless the user saves."""
+    base, _ = server
+    plugin = _get(f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin")
+    # overrides.json changes the schema's default, which applies unless the user set their own
+    assert plugin["schema"]["properties"]["autosave"]["default"] is False
+    assert "autosave" not in plugin["settings"]
