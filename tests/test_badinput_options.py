@@ -131,7 +131,8 @@ def test_check_options_accepts_good_options_and_connects_to_nothing(capsys, noth
 def test_live_options_check_is_the_one_place(tmp_path):
     """API callers (run_path, restore_host) get the same checks as the command line."""
     from tunepath.errors import TunepathError
-    from tunepath.live.runner import check_run, restore_host, run_path
+    from tunepath.live.putback import restore_host
+    from tunepath.live.runner import check_run, run_path
     from tunepath.live.session import LiveOptions
 
     for options, message in ((LiveOptions(http_port=True), "--http-port True"),

@@ -25,7 +25,8 @@ from conftest import ROOT, unavailable
 from tunepath.evidence.recorder import RunRecorder
 from tunepath.live.facts import channels_command, gather_facts, parse_channels, parse_hugepages
 from tunepath.live.hosts import HostSpec, Inventory, LocalHost
-from tunepath.live.hoststate import load_original_state, preflight, restore, save_original_state
+from tunepath.live.hoststate import load_original_state, preflight, save_original_state
+from tunepath.live.restore import restore
 from tunepath.live.loadgen import LoadTool
 from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 from tunepath.steps import plan

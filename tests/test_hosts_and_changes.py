@@ -399,7 +399,8 @@ def test_channel_commands_read_ethtool_output_of_both_forms(tmp_path, text, kind
 
 
 def test_save_and_restore_rx_tx_queues_cpus_and_huge_pages_then_nothing_twice():
-    from tunepath.live.hoststate import load_original_state, restore, save_original_state
+    from tunepath.live.hoststate import load_original_state, save_original_state
+    from tunepath.live.restore import restore
 
     host = Machine()
     state = save_original_state(host, LAB_FACTS)
@@ -421,7 +422,7 @@ def test_save_and_restore_rx_tx_queues_cpus_and_huge_pages_then_nothing_twice():
 
 
 def test_restore_puts_combined_queues_back_from_a_state_saved_before_rx_tx_existed():
-    from tunepath.live.hoststate import restore
+    from tunepath.live.restore import restore
 
     host = Machine(kind="combined", queues=32)
     host.state = json.dumps({"cpus_online": "0-1", "nic": "eth0", "nic_queues": 32, "grub_dropin_b64": None})
@@ -431,7 +432,8 @@ def test_restore_puts_combined_queues_back_from_a_state_saved_before_rx_tx_exist
 
 
 def test_a_failing_part_of_restore_does_not_stop_the_others_and_keeps_the_state():
-    from tunepath.live.hoststate import restore, save_original_state
+    from tunepath.live.hoststate import save_original_state
+    from tunepath.live.restore import restore
 
     host = Machine(hotplug=())                      # CPU 1 cannot come back
     save_original_state(host, LAB_FACTS)

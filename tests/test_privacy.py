@@ -19,7 +19,7 @@ from conftest import ROOT
 from tunepath.errors import TunepathError
 from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles, rewrite_run
 from tunepath.evidence.store import RunStore
-from tunepath.live import runner, start
+from tunepath.live import putback, runner, start
 from tunepath.live.inventory import HostSpec, Inventory
 from tunepath.live.session import (SIDE_FILES, LiveOptions, context_file, load_options, mask_names_file,
                                    masker_for, save_context, side_file, write_private)
@@ -155,8 +155,8 @@ def test_side_files_are_removed_on_every_exit_path(tmp_path, monkeypatch, ending
 
     monkeypatch.setattr(start, "start_run", _fake_start(tmp_path))
     monkeypatch.setattr(runner, "_execute_notebook", execute)
-    monkeypatch.setattr(runner, "_reach", no_hosts)
-    monkeypatch.setattr(runner, "RECONNECT_S", 0)
+    monkeypatch.setattr(putback, "_reach", no_hosts)
+    monkeypatch.setattr(putback, "RECONNECT_S", 0)
     runs = tmp_path / "runs"
     expected = {"complete": None, "failure": TunepathError, "interrupt": KeyboardInterrupt}[ending]
     if expected:

@@ -26,7 +26,8 @@ from tunepath.errors import TunepathError
 from tunepath.live.hosts import CommandResult, Host, HostSpec, LocalHost
 from tunepath.live.actions import secret_hidden
 from tunepath.live.httpd import SECRET_PLACEHOLDER, Httpd, httpd_conf
-from tunepath.live.hoststate import restore, save_original_state
+from tunepath.live.hoststate import save_original_state
+from tunepath.live.restore import restore
 from tunepath.live.tomcat import Tomcat
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext

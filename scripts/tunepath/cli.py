@@ -11,7 +11,8 @@
     tunepath restore [--hosts FILE] return the server to the state saved before the first change
     tunepath compare RUN_A RUN_B   two recorded runs side by side: ratios per step, differing facts
     tunepath lab up|down|status    a server and two clients as network namespaces on this machine
-                                   (root): real sshd per host, veth NICs; writes lab/hosts.toml
+                                   (root): real sshd per host, veth NICs; writes lab/hosts.toml;
+                                   `up --vm` makes the server a QEMU VM (reboots for real)
 
 Expected failures print one line on stderr and exit with status 2; no tracebacks.
 """
@@ -186,9 +187,9 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_restore(args) -> int:
-    from tunepath.live.runner import restore_host
+    from tunepath.live.putback import restore_host
 
-    done = restore_host(_live_options(args), force=args.force)
+    done = restore_host(_live_options(args), force=args.force, reboot=args.allow_reboot)
     print("\n".join(done) if done else "nothing to restore: no saved state and no changed server.xml")
     return 0
 
@@ -196,7 +197,7 @@ def _cmd_restore(args) -> int:
 def _cmd_lab(args) -> int:
     from tunepath.lab.command import lab_command
 
-    return lab_command(args.action, args.dir, args.prefix)
+    return lab_command(args.action, args.dir, args.prefix, vm=getattr(args, "vm", False))
 
 
 def _add_settings(sp, settings) -> None:
@@ -235,6 +236,20 @@ def _add_run(sub) -> None:
     sp.add_argument("--check-options", action="store_true",
                     help="only check the options (and load the inventory); connect to nothing, write nothing")
     sp.set_defaults(func=_cmd_run)
+
+
+def _add_lab(sub) -> None:
+    """``tunepath lab up|down|status``."""
+    sp = sub.add_parser("lab", help="a server and two clients as network namespaces on this machine (root)")
+    sp.add_argument("action", choices=["up", "down", "status"])
+    sp.add_argument("--prefix", default=None,
+                    help="name prefix of its namespaces and users (default: $TUNEPATH_LAB_PREFIX or tplab)")
+    sp.add_argument("--dir", default=None, help="its key, inventory and state (default: lab/ of the project)")
+    sp.add_argument("--vm", action="store_true",
+                    help="with up: add a server VM (a Debian guest under QEMU, software emulation: 2 vCPUs, 2 NUMA "
+                         "nodes, an Intel IOMMU, a 4-queue NIC), which becomes the inventory's server; its image is "
+                         "built from Debian packages once and cached in .cache/")
+    sp.set_defaults(func=_cmd_lab)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -295,14 +310,12 @@ def make_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("restore", help="return the server to its saved original state")
     _add_settings(sp, WHERE)
     sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
+    sp.add_argument("--allow-reboot", action="store_true",
+                    help="reboot the server when its kernel runs other parameters than before the run (the GRUB "
+                         "change is put back, but only a boot applies it), and check them afterwards")
     sp.set_defaults(func=_cmd_restore)
 
-    sp = sub.add_parser("lab", help="a server and two clients as network namespaces on this machine (root)")
-    sp.add_argument("action", choices=["up", "down", "status"])
-    sp.add_argument("--prefix", default=None,
-                    help="name prefix of its namespaces and users (default: $TUNEPATH_LAB_PREFIX or tplab)")
-    sp.add_argument("--dir", default=None, help="its key, inventory and state (default: lab/ of the project)")
-    sp.set_defaults(func=_cmd_lab)
+    _add_lab(sub)
     return p
 
 

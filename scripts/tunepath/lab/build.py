@@ -15,14 +15,16 @@ from tunepath.lab import netns, users
 from tunepath.lab.inventory import baseline_cpus, hosts_toml
 from tunepath.lab.sshd import (HOST_KEY, free_port, keygen, known_hosts_text, port_free, forward_argv,
                                sshd_mark, start_forward, start_sshd, wait_banner, write_config)
-from tunepath.lab.state import ROLES, LabPaths, LabState, save_state
+from tunepath.lab.state import ROLES, LabPaths, LabState, VmState, save_state
 from tunepath.lab.system import process_matches
+from tunepath.lab.vmhost import VM_DIR, up_vm, vm_known_host, vm_namespace, wait_vm
 
 __all__ = ["build", "refuse_foreign", "lab_namespaces", "lab_users", "lab_files"]
 
 
 def lab_namespaces(prefix: str) -> list[str]:
-    return [netns.switch_namespace(prefix)] + [netns.namespace(prefix, r) for r in ROLES]
+    """Every namespace a lab of ``prefix`` may have (the VM's only with ``up --vm``)."""
+    return [netns.switch_namespace(prefix)] + [netns.namespace(prefix, r) for r in ROLES] + [vm_namespace(prefix)]
 
 
 def lab_users(prefix: str) -> list[str]:
@@ -31,7 +33,7 @@ def lab_users(prefix: str) -> list[str]:
 
 def lab_files() -> list[str]:
     """The names ``up`` may create in the lab directory (``down`` removes nothing else)."""
-    return ["id_ed25519", "id_ed25519.pub", "known_hosts", "hosts.toml"] + [r.name for r in ROLES]
+    return ["id_ed25519", "id_ed25519.pub", "known_hosts", "hosts.toml"] + [r.name for r in ROLES] + [VM_DIR]
 
 
 class _Log:
@@ -82,7 +84,8 @@ def _files(state: LabState, paths: LabPaths, log: _Log) -> None:
 
 def _network(state: LabState, paths: LabPaths, log: _Log) -> None:
     existing = netns.namespaces()
-    for name in lab_namespaces(state.prefix):
+    wanted = lab_namespaces(state.prefix)
+    for name in wanted if state.vm is not None else wanted[:-1]:
         if name not in existing:
             if name not in state.namespaces:
                 state.namespaces.append(name)
@@ -159,17 +162,32 @@ def _write(path: Path, text: str, state: LabState, paths: LabPaths, log: _Log) -
         log(f"wrote {path}")
 
 
-def build(state: LabState, paths: LabPaths, say: Callable[[str], None]) -> None:
+def _vm(state: LabState, paths: LabPaths, log: _Log) -> None:
+    if state.vm is None:
+        return
+    state.add_file(VM_DIR)
+    save_state(paths.state_file, state)
+    up_vm(state.prefix, state.vm, paths, log, lambda: save_state(paths.state_file, state))
+
+
+def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool = False) -> None:
+    """Make what is missing. ``vm``: add the server VM (a lab that has one keeps it)."""
     log = _Log(say)
     refuse_foreign(state, paths)
+    if vm and state.vm is None:
+        state.vm = VmState()
     save_state(paths.state_file, state)
-    for part in (_files, _network, _accounts, _sshd, _forwards):
+    for part in (_files, _network, _accounts, _sshd, _forwards, _vm):
         part(state, paths, log)
     entries = [(state.host(r.name).port, paths.role_dir(r.name) / f"{HOST_KEY}.pub") for r in ROLES]
+    if state.vm is not None:
+        entries.append(vm_known_host(state.vm, paths))
     _write(paths.known_hosts, known_hosts_text(entries), state, paths, log)
     _write(paths.hosts_file, hosts_toml(state.prefix, state.hosts, paths.key_file, paths.known_hosts,
-                                        baseline_cpus()), state, paths, log)
+                                        baseline_cpus(), state.vm.port if state.vm else None), state, paths, log)
     for r in ROLES:
         wait_banner(state.host(r.name).port, f"{r.name}'s sshd")
+    if state.vm is not None:
+        wait_vm(state.prefix, state.vm, paths)
     if not log.changes:
         say(f"lab {state.prefix} is already up in {paths.directory}: every part runs; nothing to do")

@@ -21,14 +21,17 @@ def _lab(directory: str | None, prefix: str | None) -> Lab:
     return Lab(Path(directory) if directory else project_dir() / "lab", chosen)
 
 
-def lab_command(action: str, directory: str | None = None, prefix: str | None = None) -> int:
-    """Run ``action`` ("up", "down" or "status"), printing one line per part; the exit status."""
+def lab_command(action: str, directory: str | None = None, prefix: str | None = None, vm: bool = False) -> int:
+    """Run ``action`` ("up", "down" or "status"), printing one line per part; the exit status.
+    ``vm``: ``up`` adds the server VM."""
     lab = _lab(directory, prefix)
     start = time.monotonic()
     if action == "up":
-        lab.up(say=print)
-        print(f"lab {lab.prefix} is up ({time.monotonic() - start:.1f} s). Inventory: {lab.hosts_file}")
-        print(f"next: scripts/run --hosts {lab.hosts_file} --apply    (tunepath lab down removes the lab)")
+        state = lab.up(say=print, vm=vm)
+        print(f"lab {lab.prefix} is up ({time.monotonic() - start:.1f} s). Inventory: {lab.hosts_file}"
+              + (" (the server is the VM)" if state.vm is not None else ""))
+        reboot = " --allow-reboot" if state.vm is not None else ""
+        print(f"next: scripts/run --hosts {lab.hosts_file} --apply{reboot}    (tunepath lab down removes the lab)")
         return 0
     if action == "down":
         lab.down(say=print)

@@ -88,9 +88,10 @@ class Lab:
         finally:
             os.close(fd)
 
-    def up(self, say: Callable[[str], None] | None = None) -> LabState:
-        """Create what is missing, restart what died; the state. Failing on a lab that was not up
-        removes what it created; failing on one that was leaves state.json listing what exists."""
+    def up(self, say: Callable[[str], None] | None = None, vm: bool = False) -> LabState:
+        """Create what is missing, restart what died; the state. ``vm``: add the server VM
+        (:mod:`tunepath.lab.vmhost`). Failing on a lab that was not up removes what it created;
+        failing on one that was leaves state.json listing what exists."""
         require_root("up")
         require_tools()
         existed = self.directory.exists()
@@ -101,7 +102,7 @@ class Lab:
             if fresh:
                 state = LabState(self.prefix, str(self.directory), created_dir=not existed)
             try:
-                build(state, self.paths, say or (lambda line: None))
+                build(state, self.paths, say or (lambda line: None), vm=vm)
             except BaseException as exc:
                 if not fresh:
                     save_state(self.state_file, state)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tunepath.lab.state import ROLES, HostState, Role
 
-__all__ = ["label", "cpu_count", "baseline_cpus", "hosts_toml", "is_virtual_machine"]
+__all__ = ["label", "vm_label", "cpu_count", "baseline_cpus", "hosts_toml", "is_virtual_machine"]
 
 CPU_DIR = Path("/sys/devices/system/cpu")
 
@@ -61,14 +61,34 @@ def _host(r: Role, prefix: str, port: int, key_file: Path, baseline: str | None)
     return "\n".join(lines) + "\n"
 
 
+def vm_label() -> str:
+    return (f"Lab: a QEMU virtual machine as the server (software emulation, 2 vCPUs on 2 NUMA nodes) and network "
+            f"namespaces as clients, on one {cpu_count()}-CPU {'virtual machine' if is_virtual_machine() else 'machine'} "
+            "(emulated: its figures test the commands, not performance)")
+
+
+def _vm_host(prefix: str, port: int, key_file: Path) -> str:
+    from tunepath.lab.vm import VM_ADDRESS, VM_USER
+
+    return "\n".join(['host = "127.0.0.1"', f"port = {port}", f"user = {json.dumps(VM_USER)}",
+                      f"key_file = {json.dumps(str(key_file))}", f"address = {json.dumps(VM_ADDRESS)}",
+                      'baseline_cpus = "0"']) + "\n"
+
+
 def hosts_toml(prefix: str, hosts: list[HostState], key_file: Path, known_hosts: Path,
-               baseline: str | None) -> str:
-    """The inventory text. JSON strings are valid TOML basic strings (the same escapes)."""
+               baseline: str | None, vm_port: int | None = None) -> str:
+    """The inventory text. JSON strings are valid TOML basic strings (the same escapes). With the
+    VM (``vm_port``), the server is the VM and the namespace server is left out."""
     head = (f"# the tunepath lab {prefix!r}, written by `tunepath lab up`; `tunepath lab down` removes it\n"
-            f"label = {json.dumps(label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n")
+            f"label = {json.dumps(vm_label() if vm_port else label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n")
     parts = [head]
+    if vm_port is not None:
+        parts.append(f"\n# the server VM: QEMU in network namespace {prefix}-vm\n[server]\n"
+                     + _vm_host(prefix, vm_port, key_file))
     ports = {h.role: h.port for h in hosts}
     for r in ROLES:
+        if r.kind == "server" and vm_port is not None:
+            continue
         table = "[server]" if r.kind == "server" else "[[clients]]"
         parts.append(f"\n# {r.name}: network namespace {prefix}-{r.suffix}\n{table}\n"
                      + _host(r, prefix, ports[r.name], key_file, baseline))

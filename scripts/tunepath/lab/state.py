@@ -15,7 +15,7 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 
 __all__ = ["Role", "ROLES", "ROLE_NAMES", "SWITCH", "SWITCH_ADDRESS", "PREFIX_LENGTH", "DEFAULT_PREFIX",
-           "HostState", "LabState", "LabPaths", "role", "check_prefix", "load_state", "save_state"]
+           "HostState", "VmState", "LabState", "LabPaths", "role", "check_prefix", "load_state", "save_state"]
 
 DEFAULT_PREFIX = "tplab"
 SWITCH = "net"                    # the namespace holding the bridge: <prefix>-net
@@ -62,6 +62,15 @@ class HostState:
 
 
 @dataclass
+class VmState:
+    """The server VM of ``lab up --vm`` (:mod:`tunepath.lab.vmhost`)."""
+    image: str | None = None           # the cached base image its overlay is backed by
+    pid: int | None = None             # QEMU
+    port: int | None = None            # the loopback forward's port
+    socat_pid: int | None = None       # the forward's listener
+
+
+@dataclass
 class LabState:
     prefix: str
     directory: str
@@ -71,6 +80,7 @@ class LabState:
     sudoers: str | None = None                              # the sudoers file `up` wrote
     files: list[str] = field(default_factory=list)          # generated, relative to the directory
     hosts: list[HostState] = field(default_factory=lambda: [HostState(r.name) for r in ROLES])
+    vm: VmState | None = None                               # the server VM, with `up --vm`
 
     def host(self, name: str) -> HostState:
         role(name)
@@ -136,7 +146,15 @@ def _from_json(data, where: str) -> LabState:
     return LabState(check_prefix(data["prefix"]), data["directory"], data.get("created_dir") is True,
                     _strings(data.get("namespaces", []), f"{where}: namespaces"),
                     _strings(data.get("users", []), f"{where}: users"), sudoers,
-                    _strings(data.get("files", []), f"{where}: files"), hosts)
+                    _strings(data.get("files", []), f"{where}: files"), hosts, _vm(data.get("vm"), where))
+
+
+def _vm(raw, where: str) -> VmState | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not (raw.get("image") is None or isinstance(raw.get("image"), str)):
+        raise TunepathError(f"{where}: vm must be null or an object with image, pid, port and socat_pid")
+    return VmState(raw.get("image"), *(_int_or_none(raw.get(k), f"{where}: vm.{k}") for k in ("pid", "port", "socat_pid")))
 
 
 def load_state(path: Path) -> LabState | None:

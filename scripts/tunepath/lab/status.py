@@ -15,6 +15,7 @@ from tunepath.lab.sshd import banner, forward_argv, sshd_mark
 from tunepath.lab.state import ROLES, SWITCH_ADDRESS, LabPaths, LabState
 from tunepath.lab.system import process_matches
 from tunepath.lab.users import sudoers_path, user_exists, user_name
+from tunepath.lab.vmhost import vm_namespace, vm_status
 
 __all__ = ["PartStatus", "lab_status"]
 
@@ -30,10 +31,10 @@ class PartStatus:
         return f"{'ok' if self.ok else 'MISSING':<8}{self.part}: {self.detail}"
 
 
-def _network(prefix: str) -> list[PartStatus]:
+def _network(prefix: str, vm: bool = False) -> list[PartStatus]:
     existing = netns.namespaces()
     switch = netns.switch_namespace(prefix)
-    names = [switch] + [netns.namespace(prefix, r) for r in ROLES]
+    names = [switch] + [netns.namespace(prefix, r) for r in ROLES] + ([vm_namespace(prefix)] if vm else [])
     parts = [PartStatus(f"namespace {n}", n in existing, "exists" if n in existing else "missing") for n in names]
     if switch in existing:
         br = netns.link_summary(switch, "br0")
@@ -86,6 +87,7 @@ def lab_status(state: LabState | None, prefix: str, paths: LabPaths) -> list[Par
         return [PartStatus("lab", False, f"not up: no {paths.state_file} (tunepath lab up creates it)"
                            + (f"; namespaces {', '.join(left)} exist without a state file" if left else ""))]
     leaks = netns.root_lab_addresses()
-    return (_network(state.prefix) + _accounts(state.prefix, paths) + _services(state, paths)
+    vm = [PartStatus(*part) for part in vm_status(state.prefix, state.vm, paths)] if state.vm is not None else []
+    return (_network(state.prefix, state.vm is not None) + _accounts(state.prefix, paths) + _services(state, paths) + vm
             + [PartStatus("root namespace", not leaks, "; ".join(leaks) if leaks
                           else "no lab address and no lab route (only the 127.0.0.1 forwards)")])

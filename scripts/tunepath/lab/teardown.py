@@ -1,6 +1,7 @@
 """``tunepath lab down``: remove what ``state.json`` lists, and nothing else.
 
-Order: the forwards (no new connection can start), the sshd listeners, any process still inside the
+Order: the forwards (no new connection can start), the sshd listeners, the VM (ACPI power-off, then
+a kill), any process still inside the
 lab's namespaces (a session, a Tomcat the path left running: a namespace with a process in it
 would outlive ``ip netns del``), the namespaces (their veths go with them), the users
 (``userdel -r``), the sudoers file, the files the lab wrote, the state itself. A process is only
@@ -20,6 +21,7 @@ from tunepath.lab.build import lab_files, lab_namespaces, lab_users
 from tunepath.lab.sshd import HOST_KEY, forward_argv, sshd_mark
 from tunepath.lab.state import ROLES, LabPaths, LabState, role, save_state
 from tunepath.lab.system import comm, kill_pids, stop_process
+from tunepath.lab.vmhost import VM_DIR, VM_DIR_FILES, down_vm
 
 __all__ = ["teardown", "ROLE_DIR_FILES"]
 
@@ -41,6 +43,8 @@ def _processes(state: LabState, paths: LabPaths, note: Callable[[str], None]) ->
             note(f"stopped sshd of {r.name} (pid {host.sshd_pid})")
         host.sshd_pid = None
         save_state(paths.state_file, state)
+    if state.vm is not None:
+        down_vm(state.prefix, state.vm, paths, note, lambda: save_state(paths.state_file, state))
 
 
 def _namespaces(state: LabState, paths: LabPaths, note: Callable[[str], None]) -> None:
@@ -92,8 +96,7 @@ def _files(state: LabState, paths: LabPaths, note: Callable[[str], None]) -> Non
                                 "it is left alone")
         path = paths.directory / name
         if path.is_dir() and not path.is_symlink():
-            role(name)
-            for inner in ROLE_DIR_FILES:
+            for inner in VM_DIR_FILES if name == VM_DIR else (role(name) and ROLE_DIR_FILES):
                 (path / inner).unlink(missing_ok=True)
             try:
                 path.rmdir()
@@ -125,7 +128,7 @@ def teardown(state: LabState, paths: LabPaths, say: Callable[[str], None]) -> li
         save_state(paths.state_file, state)
         raise TunepathError(f"lab down left parts behind: {'; '.join(failed)}. {paths.state_file} still lists "
                             "them: rerun `tunepath lab down` once that is fixed")
-    paths.state_file.unlink(missing_ok=True)
+    paths.state_file.unlink(missing_ok=True)      # the VM's cached image stays in .cache/ for the next lab
     if state.created_dir:
         try:
             os.rmdir(paths.directory)

@@ -7,7 +7,6 @@ Each records what it did into the run (ran, skipped with the reason, dry-run) an
 from __future__ import annotations
 
 import re
-import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -16,8 +15,9 @@ from typing import Callable, TypeVar
 from tunepath.errors import TunepathError
 from tunepath.live.facts import parse_hugepages
 from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
-from tunepath.live.hoststate import (HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, release_hugepages as release_pool,
-                                     restore, save_original_state)
+from tunepath.live.hoststate import HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, save_original_state
+from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
+from tunepath.live.restore import release_hugepages as release_pool, restore
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
@@ -147,11 +147,9 @@ def _reboot(session: Session, step: str, block) -> tuple[bool, str]:
     old_boot = boot_id(session.server)
     session.server.run(grub, timeout=60, as_written=True)
     session.server.run("sudo update-grub", timeout=300, as_written=True)
-    session.server.run("(sleep 2; sudo reboot) >/dev/null 2>&1 &", timeout=30, check=False, as_written=True)
-    session.server.close()
     wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
-    cmdline = wait_for_reboot(lambda: connect(session.inventory.server, session.inventory), wanted, old_boot)
-    session.server = connect(session.inventory.server, session.inventory)
+    session.server, cmdline = reboot_and_wait(session.server, lambda: connect(session.inventory.server,
+                                                                               session.inventory), wanted, old_boot)
     session.tomcat.host = session.server
     for i, spec in enumerate(session.inventory.clients):     # a client on the server lost its session too
         session.clients[i].close()
@@ -244,34 +242,3 @@ def ensure_tomcat(session: Session, step: str) -> None:
     version = session.tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
     session.recorder.block(step, "install-tomcat", "server", "(the setup step's install-tomcat block)", "ran",
                            how="Tomcat was missing: installed before the step", version=version)
-
-
-def boot_id(host: Host) -> str:
-    return host.run("cat /proc/sys/kernel/random/boot_id", timeout=15).stdout.strip()
-
-
-def wait_for_reboot(connect, expect_in_cmdline: list[str], old_boot_id: str, timeout: float = 900) -> str:
-    """Reconnect until the host has booted anew (its boot id changed), then check the kernel
-    command line; returns it."""
-    deadline = time.monotonic() + timeout
-    time.sleep(10)
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            with connect() as host:
-                if boot_id(host) == old_boot_id:
-                    last = "still the old boot"
-                    time.sleep(5)
-                    continue
-                cmdline = host.run("cat /proc/cmdline", timeout=15).stdout.strip()
-                missing = [p for p in expect_in_cmdline if p not in cmdline.split()]
-                if missing:
-                    raise TunepathError(f"on {host.name}: after the reboot the kernel command line lacks "
-                                        f"{' '.join(missing)}: {cmdline}")
-                return cmdline
-        except TunepathError as exc:
-            if "command line lacks" in str(exc):
-                raise
-            last = str(exc)
-            time.sleep(5)
-    raise TunepathError(f"the server did not come back within {timeout:g} s after the reboot ({last})")

@@ -4,8 +4,8 @@ Disruptive blocks (CPUs offline/online, NIC queue count, huge pages, GRUB IOMMU 
 with a reboot) run only when the run was started with ``apply`` (a reboot also needs
 ``allow_reboot``); otherwise they are dry-run: recorded with their exact text and the
 step's variant is skipped with the reason. Before the first change the host's original
-state is saved on the host (``~/.tunepath/original-state.json``); :func:`restore` puts
-it back, and a step that fails or is interrupted restores what it changed.
+state is saved on the host (``~/.tunepath/original-state.json``); :mod:`tunepath.live.restore`
+puts it back, and a step that fails or is interrupted restores what it changed.
 
 The run lock (``~/.tunepath/lock`` on the server) records its owner: the run, and the
 process that holds it (pid, the machine's name and boot id). A lock whose owner is dead
@@ -25,16 +25,16 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.facts import SBIN_PATH, channels_command, current_queues_command, parse_channels
 from tunepath.live.hosts import Host
-from tunepath.model.context import brace_ranges, cpu_ranges, parse_cpu_list
+from tunepath.model.context import brace_ranges, cpu_ranges
 from tunepath.model.plan import Block
-from tunepath.model.shell import heredoc, number, path, quote
+from tunepath.model.shell import heredoc, quote
 
 GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"   # the IOMMU steps' kernel parameters
 
-__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "Preflight", "preflight", "save_original_state",
-           "load_original_state", "restore", "acquire_lock", "release_lock", "check_lock", "read_lock",
+__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "NR_HUGEPAGES", "GRUB_DROP_IN", "Preflight", "preflight",
+           "save_original_state", "load_original_state", "acquire_lock", "release_lock", "check_lock", "read_lock",
            "dead_owner", "clear_lock_command", "local_boot_id", "REBOOT_BLOCKS", "HUGEPAGE_BLOCKS",
-           "OriginalState", "release_hugepages", "current_queues_command"]
+           "OriginalState", "current_queues_command"]
 
 STATE_DIR = "~/.tunepath"
 STATE_FILE = f"{STATE_DIR}/original-state.json"
@@ -61,6 +61,7 @@ class OriginalState:
     nic_tx: int | None = None            # rx-tx: transmit queues
     nr_hugepages: int | None = None
     grub_dropin_b64: str | None = None
+    cmdline_b64: str | None = None       # /proc/cmdline, for the reboot that puts the kernel's parameters back
     saved: str = ""
 
     @classmethod
@@ -197,7 +198,8 @@ def save_original_state(host: Host, facts: dict) -> OriginalState:
     state = OriginalState(cpus_online=out.get("online") or None, nic=nic, nic_channels=channels.kind,
                           nic_queues=channels.queues, nic_tx=channels.tx if channels.kind == "rx-tx" else None,
                           nr_hugepages=int(out["hugepages"]) if out.get("hugepages", "").isdigit() else None,
-                          grub_dropin_b64=out.get("grub_dropin"), saved=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                          grub_dropin_b64=out.get("grub_dropin"), cmdline_b64=out.get("cmdline") or None,
+                          saved=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     write = heredoc(quote(STATE_FILE + ".tmp"), json.dumps(asdict(state)) + "\n")
     host.run(f"mkdir -p {quote(STATE_DIR)} && {write}\nmv {quote(STATE_FILE + '.tmp')} {quote(STATE_FILE)}",
              timeout=30)
@@ -211,94 +213,6 @@ def load_original_state(host: Host) -> OriginalState | None:
     except (ValueError, TypeError) as exc:
         raise TunepathError(f"on {host.name}: {STATE_FILE} is damaged ({exc}); inspect it (cat {STATE_FILE}) "
                             "before restoring by hand") from None
-
-
-def restore(host: Host, forget: bool = False) -> list[str]:
-    """The host back to its saved original state (CPUs, NIC queues, huge pages, GRUB), every part tried even
-    when another fails; one line per change, naming host and command ([] when nothing differs: a second call).
-    ``forget`` removes the saved state once everything is back."""
-    state = load_original_state(host)
-    if not state:
-        return []
-    done, problems = [], []
-    for part in (_restore_cpus, _restore_queues, _restore_hugepages, _restore_grub):
-        try:
-            change = part(host, state)
-        except TunepathError as exc:
-            problems.append(str(exc))
-            continue
-        if change:
-            done.append(f"{change[0]} on {host.name} (`{change[1]}`)")
-    if problems:
-        raise TunepathError("; ".join(problems) + f"; the saved state stays in {STATE_FILE}: rerun `tunepath restore`")
-    if forget:
-        host.run(f"rm -f {quote(STATE_FILE)}", check=False, timeout=15)
-    return done
-
-
-def release_hugepages(host: Host) -> tuple[str, str] | None:
-    """The huge page pool back to its saved size: (what was done, the command), or None."""
-    state = load_original_state(host)
-    return _restore_hugepages(host, state) if state else None
-
-
-def _restore_cpus(host: Host, state: OriginalState) -> tuple[str, str] | None:
-    if not state.cpus_online:
-        return None
-    want = set(parse_cpu_list(state.cpus_online))
-    now = set(parse_cpu_list(host.run("cat /sys/devices/system/cpu/online", timeout=15).stdout.strip()))
-    on, off = sorted(want - now), sorted(now - want - {0})
-    cmds = [f"for no in {brace_ranges(on)}; do echo 1 > /sys/devices/system/cpu/cpu$no/online; done"] if on else []
-    cmds += [f"for no in {brace_ranges(off)}; do echo 0 > /sys/devices/system/cpu/cpu$no/online; done"] if off else []
-    if not cmds:
-        return None
-    host.run("; ".join(cmds), sudo=True, timeout=120)
-    return f"CPUs {cpu_ranges(want)} online", "; ".join(cmds)
-
-
-def _restore_queues(host: Host, state: OriginalState) -> tuple[str, str] | None:
-    if not (state.nic and state.nic_queues) or host.run(
-            f"test -e {path('/sys/class/net', state.nic, what='saved nic')}", check=False, timeout=15).exited != 0:
-        return None
-    nic = quote(state.nic, "saved nic")
-    now = parse_channels(host.run(channels_command(nic), check=False, timeout=15).stdout)
-    n = number(state.nic_queues, "saved nic_queues")
-    if state.nic_channels == "rx-tx":
-        tx = number(state.nic_tx or state.nic_queues, "saved nic_tx")
-        if now.rx is None or (now.rx, now.tx) == (int(n), int(tx)):
-            return None
-        args = f"rx {n} tx {tx}"
-    else:
-        if now.combined is None or now.combined == int(n):
-            return None
-        args = f"combined {n}"
-    command = f"ethtool -L {nic} {args}"
-    host.run(command, sudo=True, timeout=60)
-    return f"{state.nic}: {args} queues again", command
-
-
-def _restore_hugepages(host: Host, state: OriginalState) -> tuple[str, str] | None:
-    if state.nr_hugepages is None:
-        return None
-    now = host.run(f"cat {NR_HUGEPAGES}", check=False, timeout=15).stdout.strip()
-    if not now.isdigit() or int(now) == state.nr_hugepages:
-        return None
-    command = f"sysctl -w vm.nr_hugepages={number(state.nr_hugepages, 'saved nr_hugepages')}"
-    host.run(command, sudo=True, timeout=120)
-    return f"huge pages released: {state.nr_hugepages} reserved again (were {now})", command
-
-
-def _restore_grub(host: Host, state: OriginalState) -> tuple[str, str] | None:
-    current = host.run(f"test -f {GRUB_DROP_IN} && base64 -w0 {GRUB_DROP_IN}", check=False, timeout=15).stdout.strip()
-    original = state.grub_dropin_b64 or ""
-    if current == original:
-        return None
-    if original:
-        command = f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub"
-    else:
-        command = f"rm -f {GRUB_DROP_IN} && update-grub"
-    host.run(command, sudo=True, timeout=300)
-    return "GRUB IOMMU settings restored (takes effect at the next reboot)", command
 
 
 def local_boot_id() -> str | None:

@@ -11,7 +11,7 @@ that outlives its notebook, commands the dead step left running on the server, l
 generators, httpd, Tomcat), restores ``server.xml``, ``setenv.sh`` and the host's changed
 state, records the run as failed with the error, releases the lock, and leaves the published
 site untouched. A server that drops out meanwhile (sshd restarting, a link down) is tried
-again for :data:`RECONNECT_S` seconds. A Ctrl-C while the server is being put back waits until
+again for :data:`tunepath.live.putback.RECONNECT_S` seconds. A Ctrl-C while the server is being put back waits until
 that is done (a second one stops at once). What the restore did is noted in the run, on the
 pages of the steps that changed the host. Only a run that completes triggers the site rebuild.
 """
@@ -22,24 +22,17 @@ import os
 import signal
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.live.putback import put_back
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
 from tunepath.steps import REGISTRY
 
-__all__ = ["run_path", "check_run", "select_steps", "abort_run", "restore_host", "LIVE_STEPS"]
+__all__ = ["run_path", "check_run", "select_steps", "abort_run", "LIVE_STEPS"]
 
 LIVE_STEPS = [s.name for s in REGISTRY.live_steps()]   # the others only read runs: the rebuild makes them
-RECONNECT_S = 60        # how long putting the server back keeps trying to reach it
-# a remote command's wrapper (live/hosts.SSHHost) whose parent is no sshd lost its session: a dead run's
-STRAY_COMMANDS = ("for p in $(pgrep -u \"$(id -u)\" -f '^timeout --kill-after=[0-9]+s [0-9]+s bash -c'); do "
-                  "case \"$(ps -o comm= -p \"$(ps -o ppid= -p \"$p\" | tr -d ' ')\" 2>/dev/null)\" in sshd*) continue;; "
-                  "esac; kill -TERM -- -\"$p\" 2>/dev/null && echo \"$p\"; done")
-
-
 def _execute_notebook(step, recorder, runs_dir: Path, options, notebooks_dir: Path) -> Path:
     """Execute ``step``'s notebook in live mode; the executed notebook is kept inside the run.
 
@@ -158,7 +151,7 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
     try:
         final = _resume(runs_dir, run_id, options)
         try:
-            note_restore(final, _put_back(options, run_id, failed=False), "When the run ended")
+            note_restore(final, put_back(options, run_id, failed=False), "When the run ended")
         except TunepathError as exc:
             final.warn(f"closing the run on the hosts failed: {exc}; run `tunepath restore`")
         finally:
@@ -200,35 +193,6 @@ class HeldInterrupts:
         if self.pending and raise_pending:
             self.pending = False
             raise KeyboardInterrupt
-
-
-@contextmanager
-def _reach(options, patience: float = RECONNECT_S):
-    """``(server, clients)`` of the run's inventory, connected and closed on exit. A host that does
-    not answer (sshd restarting, a link down) is tried again for ``patience`` seconds."""
-    from contextlib import ExitStack
-
-    from tunepath.live.hosts import HostKeyError, connect_all, load_inventory
-    from tunepath.live.session import progress
-
-    inventory = load_inventory(options.hosts_file)
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            server, clients = connect_all(inventory, options.trust_new_hosts)
-            break
-        except HostKeyError:
-            raise
-        except TunepathError as exc:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise
-            progress(f"the hosts do not answer ({exc}); trying again for {left:.0f} s")
-            time.sleep(min(3.0, left))
-    with ExitStack() as stack:
-        for host in (server, *clients):
-            stack.callback(host.close)
-        yield server, clients
 
 
 def _resume(runs_dir: Path, run_id: str, options):
@@ -292,49 +256,6 @@ def end_kernels(grace: float = 5.0) -> None:
             return
 
 
-def _end_strays(server) -> list[str]:
-    """Commands a dead step left running on a remote server, whose SSH session is gone (a Tomcat
-    start that would come up after the clean-up, an ``ethtool -L`` landing after the restore)."""
-    if server.spec.local:
-        return []
-    r = server.run(STRAY_COMMANDS, check=False, timeout=30)
-    n = len(r.stdout.split())
-    return [f"{n} command(s) left running by the run ended"] if n else []
-
-
-def _put_back(options, run_id: str, failed: bool = True) -> list[str]:
-    """Stop what the run started (after a failure, first what its dead step left running) and
-    restore the server; if a host drops out on the way, reconnect and start over, for up to
-    ``RECONNECT_S`` seconds. Returns what the restore did."""
-    from tunepath.live.actions import cleanup
-    from tunepath.live.hosts import HostKeyError
-    from tunepath.live.hoststate import release_lock, restore
-    from tunepath.live.session import expand_home, progress
-    from tunepath.live.tomcat import Tomcat
-
-    deadline = time.monotonic() + RECONNECT_S
-    while True:
-        try:
-            with _reach(options, deadline - time.monotonic()) as (server, clients):
-                lines = _end_strays(server) if failed else []
-                try:
-                    cleanup(server, Tomcat(server, expand_home(server, options.tomcat_home),
-                                           port=options.http_port), clients, run_id)
-                finally:
-                    try:
-                        lines += restore(server, forget=True) if options.apply else []
-                    finally:
-                        release_lock(server, run_id)
-                return lines
-        except HostKeyError:
-            raise
-        except TunepathError as exc:
-            if time.monotonic() >= deadline:
-                raise
-            progress(f"putting the server back was cut off ({exc}); starting over")
-            time.sleep(2)
-
-
 def abort_run(runs_dir: Path, run_id: str, options, reason: str, step: str | None = None) -> Path:
     """End what a failed or interrupted run started, restore, record it as failed (in ``step``)."""
     from tunepath.live.session import progress
@@ -343,56 +264,10 @@ def abort_run(runs_dir: Path, run_id: str, options, reason: str, step: str | Non
     end_kernels()
     recorder = _resume(runs_dir, run_id, options)
     try:
-        note_restore(recorder, _put_back(options, run_id), "When the run stopped")
+        note_restore(recorder, put_back(options, run_id), "When the run stopped")
     except TunepathError as exc:
         recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")
         progress(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")
     if recorder.record.get("status") != "failed":
         recorder.fail(recorder.record.get("error", {}).get("step") or step or "run", reason)
     return recorder.finish()
-
-
-def _stop_load(clients) -> list[str]:
-    """Load generators a run left on the clients (every ``~/.tunepath/load-*.pid``), ended."""
-    done = []
-    for client in clients:
-        r = client.run("for f in ~/.tunepath/load-*.pid; do [ -e \"$f\" ] && echo \"$f\"; done", check=False,
-                       timeout=15)
-        if sum(client.kill_group(pidfile) for pidfile in r.stdout.split()):
-            done.append(f"load generator stopped on {client.name}")
-    return done
-
-
-def restore_host(options, force: bool = False) -> list[str]:
-    """``tunepath restore``: commands a dead run left running ended, load generators, httpd and
-    Tomcat stopped, server.xml and setenv.sh restored, the saved original state back, the lock removed."""
-    from tunepath.live.hoststate import LOCK_DIR, read_lock, restore
-    from tunepath.live.httpd import Httpd
-    from tunepath.live.session import expand_home, validate
-    from tunepath.live.tomcat import Tomcat
-
-    validate(options)
-    with _reach(options, 0) as (server, clients):
-        held = read_lock(server)
-        if held is not None and not force:
-            owner = server.run(f"cat {LOCK_DIR}/owner 2>/dev/null", check=False, timeout=15).stdout.strip()
-            raise TunepathError(f"on {server.name}: a run holds the lock ({owner or 'owner unknown'}); restoring "
-                                "now would pull the host from under it. If that run died, rerun with --force")
-        try:
-            done = _end_strays(server) + _stop_load(clients)
-            httpd = Httpd(server, expand_home(server, "~/.tunepath/httpd"))
-            httpd.stop()
-            httpd.shred_conf()
-            tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
-            if tomcat.pid():
-                tomcat.stop()
-                done.append("Tomcat stopped")
-            if tomcat.restore_config():
-                done.append("server.xml and setenv.sh restored from their backups")
-            done += restore(server, forget=True)
-        finally:
-            if held is not None:
-                server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
-        if held is not None:
-            done.append("the lock of the dead run removed")
-        return done
