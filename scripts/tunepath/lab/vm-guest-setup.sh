@@ -109,7 +109,7 @@ GRUB_DISABLE_OS_PROBER=true
 EOF
     # nothing on port 80 (the path starts its own httpd), no timers reaching for a network the lab lacks
     for unit in apache2.service apache-htcacheclean.service apt-daily.timer apt-daily-upgrade.timer \
-                e2scrub_all.timer fstrim.timer; do
+                e2scrub_all.timer e2scrub_reap.service fstrim.timer; do
         if [ -e "/lib/systemd/system/$unit" ]; then systemctl disable "$unit" >/dev/null 2>&1 || true; fi
     done
     systemctl mask apache2.service >/dev/null

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -95,8 +96,10 @@ def overlay_backing(overlay: Path) -> Path | None:
 
 def _seed_files(directory: Path, host_key_private_path: Path, host_key_public_path: Path,
                 authorized_key_text: str, address_cidr: str, gateway: str) -> None:
-    address = ipaddress.ip_interface(address_cidr)
-    router = ipaddress.ip_address(gateway)
+    try:
+        address, router = ipaddress.ip_interface(address_cidr), ipaddress.ip_address(gateway)
+    except ValueError as exc:
+        raise TunepathError(f"lab VM: {exc}: give the guest's address as A.B.C.D/N and a gateway") from None
     if router not in address.network:
         raise TunepathError(f"lab VM: gateway {gateway} is outside {address.network}")
     keys = [line.strip() for line in authorized_key_text.splitlines() if line.strip()]
@@ -135,7 +138,7 @@ def make_seed(seed_img: Path, host_key_private_path: Path, host_key_public_path:
 
 
 # --- the namespace's network ------------------------------------------------------------------------
-def _ip(ns: str, *args: str, what: str, check: bool = True):
+def _ip(ns: str, *args: str, what: str, check: bool = True) -> subprocess.CompletedProcess:
     return run([need("ip"), "-n", ns, *args], what, check=check)
 
 
@@ -254,9 +257,8 @@ def _qmp_powerdown(sock_path: Path) -> bool:
 def stop_vm(pid: int | None, spec: VmSpec, timeout: float = POWERDOWN_TIMEOUT) -> bool:
     """Power the VM off (ACPI, up to ``timeout`` s), then SIGTERM/SIGKILL; only if ``pid`` is still
     this VM's QEMU. True if it was ours."""
-    if not process_matches(pid, vm_mark(spec)):
+    if pid is None or not process_matches(pid, vm_mark(spec)):
         return False
-    assert pid is not None
     if _qmp_powerdown(spec.qmp):
         deadline = time.monotonic() + timeout
         while process_alive(pid) and time.monotonic() < deadline:

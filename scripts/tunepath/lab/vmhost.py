@@ -79,7 +79,7 @@ def up_vm(prefix: str, vm: VmState, paths: LabPaths, log: Callable[[str], None],
         _disks(prefix, vm, paths, log, save)
         vm.pid = start_vm(spec)
         save()
-        log(f"started the VM in {ns} (QEMU pid {vm.pid}; console {spec.console}); it boots in about 90 s")
+        log(f"started the VM in {ns} (QEMU pid {vm.pid}; console {spec.console}); a first boot takes about 30 s, a reboot 40-130 s")
     if vm.port is not None and process_matches(vm.socat_pid, " ".join(forward_argv(vm.port, switch, VM_ADDRESS)[1:])):
         return
     if vm.port is None or not port_free(vm.port):
@@ -98,7 +98,7 @@ def vm_known_host(vm: VmState, paths: LabPaths) -> tuple[int, Path]:
 
 
 def wait_vm(prefix: str, vm: VmState, paths: LabPaths) -> None:
-    """Until the guest's sshd answers with the host key the lab gave it (a boot takes ~90 s)."""
+    """Until the guest's sshd answers with the host key the lab gave it (a first boot ~30 s under TCG)."""
     from tunepath.lab.vm import VM_ADDRESS, wait_ssh
 
     line = wait_ssh(netns.switch_namespace(prefix), VM_ADDRESS, vm_spec(prefix, paths), vm.pid)

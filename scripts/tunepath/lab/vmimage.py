@@ -145,7 +145,8 @@ def _stanzas(text: str, suite: str) -> list[str]:
         suites = _wanted(fields.get("suites", []), suite)
         if ("deb" in fields.get("types", []) and suites and "main" in fields.get("components", [])
                 and fields.get("enabled", ["yes"])[0].lower() != "no"):
-            kept.append("\n".join(f"Suites: {' '.join(suites)}" if ln.lower().startswith("suites:") else ln
+            fixed = {"suites:": f"Suites: {' '.join(suites)}", "types:": "Types: deb"}
+            kept.append("\n".join(fixed.get(ln[:ln.find(":") + 1].lower(), ln) if ":" in ln else ln
                                   for ln in lines))
     return kept
 
@@ -308,6 +309,9 @@ def ensure_image(cache_root: Path, say: Callable[[str], None], recipe: Recipe | 
     image = final / "base.raw"
     if image.is_file():
         return image
+    if os.geteuid() != 0:
+        raise TunepathError(f"lab VM: building the image {image} needs root (mmdebstrap --mode=root): run "
+                            "tunepath lab up as root, e.g. with sudo")
     cache_root.mkdir(parents=True, exist_ok=True)
     _clear_stale_builds(cache_root, final.name, say)
     work = cache_root / f".{final.name}.build-{os.getpid()}"

@@ -105,7 +105,7 @@ sec kernel_cmdline; cat /proc/cmdline 2>/dev/null
 sec hugepages; @HUGEPAGES@
 sec iommu; (dmesg 2>&1 || sudo -n dmesg 2>&1) | grep -iE 'iommu: (Default domain|DMA domain)|Operation not permitted|not allowed' | head -5
 sec nic; dev=$(ip -o route show default 2>/dev/null | awk '{for(i=1;i<=NF;i++) if($i=="dev"){print $(i+1); exit}}'); echo "name=$dev"; \
-  if [ -n "$dev" ]; then echo "numa_node=$(cat /sys/class/net/$dev/device/numa_node 2>/dev/null)"; \
+  if [ -n "$dev" ]; then echo "numa_node=$(cat /sys/class/net/$dev/device/numa_node 2>/dev/null || cat /sys/class/net/$dev/device/../numa_node 2>/dev/null)"; \
   echo "$(@CHANNELS@)"; \
   @SBIN@ command -v ethtool >/dev/null || echo "no_ethtool=1"; fi
 sec os; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
