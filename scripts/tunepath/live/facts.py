@@ -184,7 +184,7 @@ def _nic(section: str) -> tuple[dict | None, str]:
         return None, "no default route: loopback only"
     channels = parse_channels(section)
     entry = {"name": nic["name"], "channels": channels.kind, "queues": channels.queues,
-             "numa_node": int(nic["numa_node"]) if re.fullmatch(r"-?\d+", nic.get("numa_node", "")) else None}
+             "numa_node": int(nic["numa_node"]) if re.fullmatch(r"\d+", nic.get("numa_node", "")) else None}
     notes = []
     if entry["queues"] is None:
         notes.append("queue count unknown (" + ("ethtool missing" if nic.get("no_ethtool") else
