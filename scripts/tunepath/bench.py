@@ -23,10 +23,17 @@
    time, measurements and those left out, the median relative half-width of its
    configurations' intervals, and the baseline's key comparison (stock against the
    thread-count variant), read from the runs through the frames the pages use.
+5. **Statistics** (:mod:`tunepath.bench_stats`): a seeded simulation of the stopping rule and
+   the tests: detection of a real 5 % difference, false-significant rate, coverage of the
+   medians' intervals against the level they state, the thread sweep's family-wise error, and
+   the ``two-modes`` and ``shapes-differ`` flags. Its Markdown table is docs/statistics.md's
+   (``--stats-md PATH`` writes it; ``--stats-trials N``, default 10,000 per case). Only with
+   ``--only …,stats``; it exits 1 when a target is missed.
 
 Usage::
 
     scripts/bench [--quick] [--json PATH] [--steps LIST] [--parse-seconds S] [--rounds N] [--jobs N] [--keep]
+                  [--only build,parse,overhead,path,stats] [--stats-trials N] [--stats-md PATH]
 
 ``--quick`` builds two steps instead of the whole path, without Hugo (the pages need
 every step's data), and parses for 2 s per mode.
@@ -276,6 +283,17 @@ def _bench_path(runs_dir: Path | None) -> list[dict]:
     return bench_path(runs_dir or ROOT / "runs", REGISTRY)
 
 
+def _bench_stats(trials: int, markdown_path: str | None) -> dict:
+    """Benchmark 5: the seeded simulation of the stopping rule and the tests."""
+    from tunepath.bench_stats import markdown, run, targets
+
+    result = run(trials)
+    table = markdown(result)
+    if markdown_path:
+        Path(markdown_path).write_text(table + "\n", encoding="utf-8")
+    return {**result, "missed": targets(result), "markdown": table}
+
+
 def _machine() -> dict:
     model = None
     try:
@@ -289,9 +307,7 @@ def _machine() -> dict:
             "python": platform.python_version(), "system": f"{platform.system()} {platform.release()}"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from tunepath import __version__
-
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m tunepath.bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true",
                    help=f"build {','.join(QUICK_STEPS)} only, without Hugo, and parse for 2 s per mode")
@@ -303,15 +319,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     p.add_argument("--fixtures", default=str(FIXTURES), help="the shared fixtures (wrk/, wrk2/)")
     p.add_argument("--only", default="build,parse,overhead,path",
-                   help="comma-separated: build, parse, overhead, path")
+                   help="comma-separated: build, parse, overhead, path, stats (stats is left out by default: "
+                        "about 15 minutes at 10,000 trials on two CPUs)")
+    p.add_argument("--stats-trials", type=int, default=10000, help="simulated trials per case (default 10000)")
+    p.add_argument("--stats-md", default=None, help="also write the statistics table (Markdown) here")
     p.add_argument("--keep", action="store_true", help="keep the temporary site directory")
     p.add_argument("--rounds", type=int, default=1,
                    help="cold build, warm build and trivial notebooks this many times; medians (default 1)")
     p.add_argument("--jobs", type=int, default=None,
                    help="notebooks a build executes at once (default: the build's own, one more than the CPUs)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tunepath import __version__
+
+    p = _parser()
     args = p.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
-    unknown = only - {"build", "parse", "overhead", "path"}
+    unknown = only - {"build", "parse", "overhead", "path", "stats"}
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     steps = args.steps.split(",") if args.steps else (QUICK_STEPS if args.quick else None)
@@ -322,22 +348,26 @@ def main(argv: list[str] | None = None) -> int:
               "machine": _machine(), "quick": args.quick}
     failed = False
     if "build" in only:
-        _say(f"[{_clock()}] benchmark 1/4: replay build, cold then warm")
+        _say(f"[{_clock()}] benchmark 1/5: replay build, cold then warm")
         hugo = not (args.no_hugo or args.quick or args.steps)   # Hugo needs every step's data
         result["build"] = bench_builds(steps, hugo=hugo, runs_dir=runs_dir, keep=args.keep,
                                        rounds=max(1, args.rounds), jobs=args.jobs)
         b = result["build"]
         failed |= any(r is None or r["exit_status"] != 0 for r in (b["cold"], b["warm"], b["no_cache"]))
     if "parse" in only:
-        _say(f"[{_clock()}] benchmark 2/4: parse throughput")
+        _say(f"[{_clock()}] benchmark 2/5: parse throughput")
         result["parse"] = bench_parse(seconds, Path(args.fixtures), runs_dir)
         failed |= "error" in result["parse"]
     if "overhead" in only:
-        _say(f"[{_clock()}] benchmark 3/4: orchestration overhead of recorded live runs")
+        _say(f"[{_clock()}] benchmark 3/5: orchestration overhead of recorded live runs")
         result["overhead"] = bench_overhead(runs_dir)
     if "path" in only:
-        _say(f"[{_clock()}] benchmark 4/4: recorded path runs (wall time, precision, key comparison)")
+        _say(f"[{_clock()}] benchmark 4/5: recorded path runs (wall time, precision, key comparison)")
         result["path"] = _bench_path(runs_dir)
+    if "stats" in only:
+        _say(f"[{_clock()}] benchmark 5/5: statistics, seeded simulation ({args.stats_trials} trials per case)")
+        result["stats"] = _bench_stats(max(100, args.stats_trials), args.stats_md)
+        failed |= bool(result["stats"]["missed"])
     result["total_s"] = round(time.monotonic() - _T0, 1)
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -346,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp.replace(out)
     _say("")
     _say(render(result))
+    if "stats" in result:
+        _say("\nStatistics (docs/statistics.md)\n" + result["stats"]["markdown"])
     _say(f"\n(benchmarks took {result['total_s']:.0f} s; results in {out})")
     return 1 if failed else 0
 

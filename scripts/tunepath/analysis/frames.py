@@ -16,6 +16,13 @@ coordinated omission (wrk2's "Recorded Latency"), ``p50_uncorrected_ms`` … ``p
 as measured from when each request was actually sent. Every other report leaves the uncorrected
 ones None (NaN in a variant row).
 
+A configuration whose counted repetitions split into two modes gets a ``two-modes`` flag beside the
+figure (its interval's level cannot be trusted), and a compared pair with a verdict and different
+shapes (CVs far apart, or two modes) a ``shapes-differ`` flag beside the comparison: there "significant" says the
+distributions differ, not that the medians do (:mod:`tunepath.analysis.noise`). These per-comparison
+verdicts are each a test of its own at 95 %; a step that picks the best of many variants corrects its
+own reading for multiple comparisons (the thread sweep: Holm).
+
 Each repetition also carries its JVM facts (:data:`JVM_COLUMNS`, from the record's ``jvm`` and
 ``warmup``: :mod:`tunepath.analysis.jvmfacts`), None where not recorded; a variant row holds their
 medians over the counted repetitions, and its ``repetitions`` entries each repetition's own.
@@ -33,7 +40,8 @@ import pandas as pd
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
 from tunepath.analysis.jvmfacts import JVM_COLUMNS, fact_value, jvm_facts
-from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for
+from tunepath.analysis.noise import (THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for, mode_flags,
+                                     shape_flag)
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
@@ -204,7 +212,7 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
     return pd.DataFrame(rows, columns=REPETITION_COLUMNS)
 
 
-_EMPTY = stats.Summary(n=0, median=math.nan, low=None, high=None, level=0.95, cv=None, min=math.nan, max=math.nan)
+_EMPTY = stats.Summary(n=0, median=math.nan, low=None, high=None, level=None, cv=None, min=math.nan, max=math.nan)
 
 
 def _finite_values(values) -> list[float]:
@@ -249,7 +257,8 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
             row["rps_values"] = [r["requests_per_sec"] for r in recs]
             row["cpu_values"] = [r["server_cpu_us_per_req"] for r in recs]
             row["flags"] = [replace(f, repetition=r["repetition"] if len(every) > 1 else None)
-                            for r in every for f in r["flags"]]
+                            for r in every for f in r["flags"]] + mode_flags(
+                {"requests_per_sec": row["rps_values"], "server_cpu_per_req": row["cpu_values"]})
             row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
             row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
             row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
@@ -313,6 +322,8 @@ def _derive(rows: list[dict], path) -> None:
                     r.update(change_low=None if d["change_low"] is None else (d["change_low"] - 1) * 100,
                              change_high=None if d["change_high"] is None else (d["change_high"] - 1) * 100,
                              change_significant=d["change_significant"], change_level=d["change_level"])
+                    if d["change_significant"] is not None:
+                        r["flags"] = r["flags"] + _shapes(prev, r, "change_vs_previous_pct", "requests_per_sec")
 
 
 def _derive_comparisons(rows: list[dict], path) -> None:
@@ -330,10 +341,21 @@ def _derive_comparisons(rows: list[dict], path) -> None:
                 r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
                 if r is not first:
                     r.update(_difference(first, r, "vs_first"))
+                    if r["vs_first_significant"] is not None:
+                        r["flags"] = r["flags"] + _shapes(first, r, "vs_step_first", "requests_per_sec")
             if _ok(first["server_cpu_us_per_req"]) and _ok(r["server_cpu_us_per_req"]):
                 r["cpu_vs_first"] = r["server_cpu_us_per_req"] / first["server_cpu_us_per_req"]
                 if r is not first:
                     r.update(_difference(first, r, "cpu_vs_first", "cpu_values"))
+                    if r["cpu_vs_first_significant"] is not None:
+                        r["flags"] = r["flags"] + _shapes(first, r, "server_cpu_per_req", "server_cpu_per_req")
+
+
+def _shapes(a: dict, b: dict, field: str, figure: str) -> list[NoiseFlag]:
+    """``shapes-differ`` beside B's ``field`` when A and B, compared on ``figure``, differ in shape."""
+    cv = "rps_cv" if figure == "requests_per_sec" else "cpu_cv"
+    modes = any(f.code == "two-modes" and f.field == figure for r in (a, b) for f in r["flags"])
+    return shape_flag(field, f"{b['label']} against {a['label']}", b[cv], a[cv], modes)
 
 
 def _per_request(cpu_s, requests) -> float | None:

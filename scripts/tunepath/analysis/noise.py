@@ -20,6 +20,16 @@ beside), a short ``code`` and a sentence for readers. The checks:
   ``problems``: Requests/sec disagrees with requests ÷ duration, was recomputed from them,
   a line or section is cut, a line held NUL bytes or invalid UTF-8, a value is impossible).
 
+Two flags concern a configuration's repetitions together rather than one measurement
+(:func:`mode_flags`, :func:`shape_flag`, set by :mod:`tunepath.analysis.frames`):
+
+- ``two-modes``: its counted repetitions split into two modes (the gap rule of
+  :func:`tunepath.analysis.modes.find_gap`): the interval of its median, and the level stated
+  for it, cannot be trusted;
+- ``shapes-differ`` (info): a compared pair with a verdict whose CVs differ by a factor of
+  ``SHAPE_CV_RATIO`` or more, or one of which has two modes: "significant" then says the two
+  distributions differ, not that their medians do.
+
 CPU figures come from ``/proc/stat`` sampled before and after the measurement on every
 host (``cpu_utilisation`` in the run record), the Tomcat process's own CPU time and the
 load generator's child CPU time.
@@ -35,11 +45,13 @@ from tunepath.errors import TunepathError
 from tunepath.model.context import parse_cpu_list
 
 __all__ = ["NoiseFlag", "Thresholds", "THRESHOLDS", "flags_for", "requested_duration", "DROP_CODES", "drop_reasons",
-           "cpu_flags"]
+           "cpu_flags", "mode_flags", "shape_flag", "SHAPE_CV_RATIO"]
 
 # a repetition with one of these (warning) flags is left out of its configuration's interval:
 # something outside the configuration took CPU time while it was measured
 DROP_CODES = ("steal", "foreign-load")
+# two samples whose coefficients of variation differ by this factor or more have different shapes
+SHAPE_CV_RATIO = 3.0
 
 
 @dataclass(frozen=True)
@@ -318,3 +330,34 @@ def _steady_flag(warmup) -> list[NoiseFlag]:
     return [_flag("not-steady", "requests_per_sec",
                   f"measured before steady state: no {rule.get('windows', 3)} warm-up windows in a row served "
                   f"within ±{rule.get('pct', 5):g} % of their median in {warmup.get('seconds', 0):.0f} s{last}")]
+
+
+def mode_flags(values: dict[str, list], shown: dict[str, str] | None = None) -> list[NoiseFlag]:
+    """``two-modes`` flags of one configuration: ``values`` maps a display field
+    (``requests_per_sec``, ``server_cpu_per_req``) to its counted repetitions' figures."""
+    from tunepath.analysis.modes import find_gap
+
+    out = []
+    for field, figures in values.items():
+        gap = find_gap([v for v in figures if _finite(v)])
+        if gap.bimodal:
+            out.append(_flag("two-modes", field,
+                             f"the repetitions split into two modes ({gap.why}): the interval of the median, and "
+                             "the level stated for it, cannot be trusted; a difference with this configuration "
+                             "says its distribution differs, not necessarily its median"))
+    return out
+
+
+def shape_flag(field: str, other: str, cv: float | None, cv_other: float | None, modes: bool) -> list[NoiseFlag]:
+    """``shapes-differ`` beside a comparison (``field``) of this configuration with ``other``
+    (``other``: what the comparison is, for the sentence)."""
+    why = None
+    if modes:
+        why = "one of them has two modes"
+    elif _finite(cv) and _finite(cv_other) and min(cv, cv_other) > 0 and \
+            max(cv, cv_other) / min(cv, cv_other) >= SHAPE_CV_RATIO:
+        why = f"CVs {cv * 100:.2g} % and {cv_other * 100:.2g} %"
+    if why is None:
+        return []
+    return [_flag("shapes-differ", field, f"{other}: the two spread differently ({why}), so “significant” here "
+                  "says their distributions differ, not that their medians do", severity="info")]

@@ -1,22 +1,25 @@
 """Repetitions, intervals and differences: how sure a benchmark figure is.
 
-A single run's throughput or p99 says little on a shared machine; the same
-configuration run again can differ by several per cent. This module turns
-repetitions into figures a reader can trust:
+The same configuration run again can differ by several per cent on a shared machine. This
+module turns repetitions into figures a reader can trust:
 
 - :func:`summarise` — median of the repetitions with a distribution-free interval
   of the median (order statistics), and the confidence that interval really has;
 - :func:`compare` — the ratio of two configurations' medians with a distribution-free
-  interval (Hodges–Lehmann/Moses, exact under the Mann–Whitney null distribution),
-  and whether the change is distinguishable from noise at the requested level;
+  interval (Hodges–Lehmann/Moses, exact under the Mann–Whitney null distribution), the
+  test's exact p-value, and whether the change is distinguishable from noise at the level;
+- :func:`holm` — Holm's adjustment of a family of p-values (a sweep's reading of its best);
+- :class:`StoppingRule` — when to stop repeating.
 
-Few repetitions cannot reach 95 %: three values give a 75 % interval of the median,
-five 93.75 %, six 96.9 %; a difference needs at least four values on each side to be
-tested at 95 %. The achieved level is reported, never rounded up.
-- :class:`StoppingRule` — when to stop repeating: every configuration's
-  interval within a target relative half-width (the Phoronix Test Suite's
-  "standard deviation target" idea), a maximum number of repetitions, or a
-  time budget.
+The achieved level is reported, never rounded up: three values give a 75 % interval of the
+median, five 93.75 %, six 96.9 %. A difference can be tested at 95 % when the smallest two-sided
+p-value of the exact test, 2 / C(m + n, m), is at most 5 %: 4 + 4 values (2.9 %) or 3 + 5
+(3.6 %) can, 3 + 3 (10 %) and 3 + 4 (5.7 %) cannot.
+
+"Significant" means the exact Mann–Whitney test finds that one configuration's values tend to
+be larger than the other's: the two distributions differ. It says the *medians* differ only
+when the two have the same shape (one a shifted or scaled copy of the other); with different
+spreads or two modes, distributions can differ at equal medians.
 
 Missing values (``None``) and NaN (a run that produced no figure) are ignored.
 """
@@ -24,40 +27,34 @@ Missing values (``None``) and NaN (a run that produced no figure) are ignored.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from tunepath.errors import TunepathError
 
-__all__ = [
-    "MIN_FOR_INTERVAL",
-    "Summary",
-    "Difference",
-    "StoppingRule",
-    "clean",
-    "summarise",
-    "compare",
-    "median_interval",
-    "shift_interval",
-]
+__all__ = ["MIN_FOR_INTERVAL", "MIN_FOR_VERDICT", "Summary", "Difference", "StoppingRule", "clean",
+           "summarise", "compare", "median_interval", "shift_interval", "level_size", "min_p", "testable",
+           "holm", "holm_verdicts"]
 
-# Fewer values than this give no interval: a bootstrap of one or two values
-# can only reproduce them.
+# Fewer values than this give no interval: order statistics of one or two values only reproduce them.
 MIN_FOR_INTERVAL = 3
-
+# With a comparison, the rounds go on to at least this many (4 + 4 is the least equal split testable at 95 %).
+MIN_FOR_VERDICT = 4
+_EPS = 1e-12
 
 
 @dataclass(frozen=True)
 class Summary:
-    """Repetitions of one figure: median, its interval, spread."""
+    """Repetitions of one figure: median, its interval, spread (``level`` None without interval)."""
 
     n: int
     median: float
     low: float | None
     high: float | None
-    level: float
+    level: float | None
     cv: float | None
     min: float
     max: float
@@ -80,7 +77,10 @@ class Summary:
 
 @dataclass(frozen=True)
 class Difference:
-    """B relative to A: ratio of medians with a bootstrap interval."""
+    """B relative to A: ratio of medians with a distribution-free interval (Hodges–Lehmann).
+
+    ``p`` is the exact two-sided Mann–Whitney p-value; ``level`` the confidence the interval
+    reaches; both None without interval (fewer than three values on a side)."""
 
     ratio: float
     low: float | None
@@ -89,13 +89,12 @@ class Difference:
     significant: bool | None
     n_a: int
     n_b: int
-    level: float = 0.95
+    level: float | None = None
+    p: float | None = None
 
     def change_interval_pct(self) -> tuple[float, float] | None:
         """The interval of the change in per cent, or None without interval."""
-        if self.low is None or self.high is None:
-            return None
-        return ((self.low - 1) * 100, (self.high - 1) * 100)
+        return None if self.low is None or self.high is None else ((self.low - 1) * 100, (self.high - 1) * 100)
 
 
 def clean(values: Iterable[float | None]) -> np.ndarray:
@@ -121,12 +120,10 @@ def clean(values: Iterable[float | None]) -> np.ndarray:
     return np.asarray(out, dtype=float)
 
 
-def _check_level(level: float, resamples: int) -> None:
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
+def _check_level(level: float) -> None:
+    if isinstance(level, bool) or not (isinstance(level, (int, float)) and 0 < level < 1):
         raise TunepathError(f"the interval level must lie strictly between 0 and 1 (e.g. 0.95), "
                             f"got {level!r}")
-    if not isinstance(resamples, int) or isinstance(resamples, bool) or resamples < 100:
-        raise TunepathError(f"use at least 100 bootstrap resamples, got {resamples!r}")
 
 
 def _binomial_tail(n: int, k: int) -> float:
@@ -152,7 +149,14 @@ def median_interval(sorted_values: np.ndarray, level: float) -> tuple[float, flo
     return float(sorted_values[k_best - 1]), float(sorted_values[n - k_best]), achieved
 
 
-def _u_distribution(m: int, n: int) -> list[int]:
+def level_size(level: float) -> int:
+    """The fewest values whose interval of the median reaches ``level`` (6 for 95 %)."""
+    _check_level(level)
+    return next(n for n in range(1, 64) if 1 - 2 ** (1 - n) >= level - _EPS)
+
+
+@lru_cache(maxsize=256)
+def _u_distribution(m: int, n: int) -> tuple[int, ...]:
     """Counts of the Mann–Whitney U statistic (pairs with an A below a B) over all C(m+n, m)
     orderings of m A-values and n B-values without ties."""
     # the largest value is either an A (adds no pair) or a B (above every one of the i A's)
@@ -168,7 +172,17 @@ def _u_distribution(m: int, n: int) -> list[int]:
             for u, c in enumerate(table[(i, j - 1)]):
                 out[u + i] += c
             table[(i, j)] = out
-    return table[(m, n)]
+    return tuple(table[(m, n)])
+
+
+def min_p(m: int, n: int) -> float:
+    """The smallest two-sided p-value the exact Mann–Whitney test can give m and n values."""
+    return min(1.0, 2 / math.comb(m + n, m))
+
+
+def testable(m: int, n: int, alpha: float) -> bool:
+    """Whether m and n values can be found different at ``alpha`` (at least three a side)."""
+    return min(m, n) >= MIN_FOR_INTERVAL and min_p(m, n) <= alpha + _EPS
 
 
 def shift_interval(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -193,46 +207,52 @@ def shift_interval(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, f
     return float(diffs[k_best - 1]), float(diffs[m * n - k_best]), achieved
 
 
-def summarise(values: Iterable[float | None], level: float = 0.95, resamples: int = 10000,
-              seed: int = 0) -> Summary:
+def _p_value(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact two-sided Mann–Whitney p-value, ties counted against rejecting: the interval of
+    :func:`shift_interval` excludes zero at level L exactly when this is at most 1 − L."""
+    diffs = (b[None, :] - a[:, None]).ravel()
+    z = min(int((diffs <= 0).sum()), int((diffs >= 0).sum()))
+    counts = _u_distribution(len(a), len(b))
+    return min(1.0, 2 * sum(counts[: z + 1]) / math.comb(len(a) + len(b), len(a)))
+
+
+def summarise(values: Iterable[float | None], level: float = 0.95) -> Summary:
     """Median, distribution-free interval of the median, and spread of ``values``.
 
     None and NaN are ignored. With fewer than three values there is no interval
-    (``low``/``high`` are None); with fewer than two no coefficient of variation.
-    ``Summary.level`` is the confidence the interval really has: the requested
-    ``level`` when there are enough values (six for 95 %), less with fewer.
-    ``resamples`` and ``seed`` are accepted for compatibility; the interval is exact.
+    (``low``, ``high`` and ``level`` are None); with fewer than two no coefficient of variation.
+    ``Summary.level`` is the confidence the interval really has: the requested ``level`` or
+    more when there are enough values (six for 95 %), less with fewer.
     """
-    _check_level(level, resamples)
+    _check_level(level)
     data = clean(values)
     n = len(data)
     if n == 0:
         raise TunepathError("no values to summarise (all were missing or NaN)")
-    median = float(np.median(data))
     cv = None
     if n >= 2:
         mean = float(np.mean(data))
         cv = float(np.std(data, ddof=1)) / mean if mean != 0 else None
-    low = high = None
-    achieved = level
+    low = high = achieved = None
     if n >= MIN_FOR_INTERVAL:
         low, high, achieved = median_interval(np.sort(data), level)
-    return Summary(n=n, median=median, low=low, high=high, level=achieved, cv=cv,
+    return Summary(n=n, median=float(np.median(data)), low=low, high=high, level=achieved, cv=cv,
                    min=float(data.min()), max=float(data.max()))
 
 
-def compare(a_values: Iterable[float | None], b_values: Iterable[float | None], level: float = 0.95,
-            resamples: int = 10000, seed: int = 0) -> Difference:
+def compare(a_values: Iterable[float | None], b_values: Iterable[float | None],
+            level: float = 0.95) -> Difference:
     """How B differs from A: ratio of medians (B / A), with a distribution-free interval.
 
     The interval is that of the shift between the two samples' logarithms
     (:func:`shift_interval`, exact under the Mann–Whitney null distribution), turned back
-    into a ratio. The change is ``significant`` when that interval excludes 1.0 *and*
-    reaches ``level``; with too few repetitions to test at ``level`` (fewer than four
-    in each sample for 95 %) it is None and the interval carries the level it reaches.
-    The samples are not paired. Both must hold positive values only.
+    into a ratio. The change is ``significant`` when that interval excludes 1× *and*
+    reaches ``level`` (the distributions differ; see the module's note on medians); when
+    the sizes cannot reach ``level`` (:func:`testable`: 3 + 3 and 3 + 4 cannot at 95 %) it
+    is None and the interval carries the level it reaches. The samples are not paired.
+    Both must hold positive values only.
     """
-    _check_level(level, resamples)
+    _check_level(level)
     a, b = clean(a_values), clean(b_values)
     if len(a) == 0 or len(b) == 0:
         which = "A" if len(a) == 0 else "B"
@@ -241,30 +261,58 @@ def compare(a_values: Iterable[float | None], b_values: Iterable[float | None], 
         raise TunepathError("both samples must hold positive values only: a ratio to zero or a "
                             "negative figure means nothing")
     ratio = float(np.median(b) / np.median(a))
-    low = high = None
-    significant = None
-    achieved = level
+    low = high = significant = achieved = p = None
     if len(a) >= MIN_FOR_INTERVAL and len(b) >= MIN_FOR_INTERVAL:
-        lo, hi, achieved = shift_interval(np.log(a), np.log(b), level)
-        low, high = math.exp(lo), math.exp(hi)
-        if achieved >= level - 1e-12:
+        la, lb = np.log(a), np.log(b)
+        lo, hi, achieved = shift_interval(la, lb, level)
+        low, high, p = math.exp(lo), math.exp(hi), _p_value(la, lb)
+        if achieved >= level - _EPS:
             significant = not (low <= 1.0 <= high)
     return Difference(ratio=ratio, low=low, high=high, change_pct=(ratio - 1) * 100,
-                      significant=significant, n_a=len(a), n_b=len(b), level=achieved)
+                      significant=significant, n_a=len(a), n_b=len(b), level=achieved, p=p)
 
 
-def _fmt(value: float) -> str:
-    return f"{value:g}"
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's adjusted p-values of one family of tests (None: a comparison without a test,
+    which still counts in the family's size). The family-wise error stays at most alpha
+    when each adjusted p-value is compared with alpha."""
+    m = len(pvalues)
+    order = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    out: list[float | None] = [None] * m
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def holm_verdicts(diffs: Sequence[Difference], level: float = 0.95) -> list[bool | None]:
+    """Each comparison's verdict within its family, Holm-corrected at ``1 − level``: True
+    (significant), False (not), None (its sizes could not reach the first step's alpha / m)."""
+    alpha, m = 1 - level, len(diffs)
+    adjusted = holm([d.p for d in diffs])
+    return [True if adj is not None and adj <= alpha + _EPS
+            else (False if testable(d.n_a, d.n_b, alpha / m) else None)
+            for d, adj in zip(diffs, adjusted)]
+
+
+Family = Sequence[tuple[str, str]]       # comparisons judged together (Holm), as (A, B) names
 
 
 @dataclass
 class StoppingRule:
-    """When to stop repeating a set of configurations.
+    """When to stop repeating a set of configurations (a round runs each once).
 
-    Stop when every configuration has at least ``min_repetitions`` values and its
-    interval's relative half-width is at most ``ci_target_pct``; or when
-    ``max_repetitions`` rounds were run; or when one more round (``round_s``)
-    would overrun ``time_budget_s``. A round runs every configuration once.
+    The data are looked at once, at :meth:`first_stop`: the minimum, but at least the values for
+    an interval of the median that misses at most half of ``1 − level`` (:func:`level_size`:
+    seven values for 95 %, whose interval reaches 98.4 %) and, where the step compares
+    configurations, at least :data:`MIN_FOR_VERDICT` rounds and enough for every comparison to
+    reach a verdict (Holm's alpha / m in a family of m). The rounds stop there when every
+    interval's relative half-width is at most ``ci_target_pct``; otherwise they go on to
+    ``max_repetitions``, or until one more round (``round_s``) would overrun ``time_budget_s``.
+    Stopping when an interval happens to look narrow favours intervals that miss; one look, late
+    enough, keeps the coverage really reached within a point of the level stated
+    (docs/statistics.md, ``scripts/bench --only stats``).
     """
 
     min_repetitions: int = 3
@@ -272,8 +320,6 @@ class StoppingRule:
     ci_target_pct: float = 5.0
     time_budget_s: float | None = None
     level: float = 0.95
-    resamples: int = 10000
-    seed: int = 0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.min_repetitions, int) and self.min_repetitions >= 1):
@@ -285,51 +331,69 @@ class StoppingRule:
             raise TunepathError(f"ci_target_pct must be a positive percentage, got {self.ci_target_pct!r}")
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise TunepathError(f"time_budget_s must be positive (or None), got {self.time_budget_s!r}")
-        _check_level(self.level, self.resamples)
+        _check_level(self.level)
+
+    def first_stop(self, families: Sequence[Family] = ()) -> int:
+        """The round at which the rule looks at the data (and may stop)."""
+        return max([self.min_repetitions, level_size(1 - (1 - self.level) / 2)] + [
+            next(k for k in range(MIN_FOR_VERDICT, 64) if testable(k, k, (1 - self.level) / len(f))) for f in families if f])
 
     def widths(self, samples: Mapping[str, Iterable[float | None]]) -> dict[str, float | None]:
         """Each configuration's relative interval half-width in % (None: no interval yet)."""
-        return {name: self._summary(values).rel_half_width_pct() if clean(values).size else None
+        return {name: summarise(values, self.level).rel_half_width_pct() if clean(values).size else None
                 for name, values in samples.items()}
 
-    def _summary(self, values) -> Summary:
-        return summarise(values, level=self.level, resamples=self.resamples, seed=self.seed)
+    def untested(self, samples: Mapping[str, Sequence[float | None]], families: Sequence[Family]) -> list[str]:
+        """The comparisons that cannot reach a verdict at ``level`` with the values so far."""
+        counts = {name: int(clean(values).size) for name, values in samples.items()}
+        out = []
+        for family in families:
+            alpha = (1 - self.level) / max(1, len(family))
+            out += [f"{a} vs {b}" + (f" (Holm over {len(family)})" if len(family) > 1 else "")
+                    for a, b in family if not testable(counts.get(a, 0), counts.get(b, 0), alpha)]
+        return out
 
-    def decide(self, samples: Mapping[str, list[float]], elapsed_s: float,
-               round_s: float) -> tuple[bool, str]:
+    def _wide(self, samples: Mapping[str, list]) -> list[str]:
+        return [f"{name} (no interval yet)" if w is None else f"{name} (±{w:.1f} %)"
+                for name, w in self.widths(samples).items() if w is None or w > self.ci_target_pct]
+
+    def decide(self, samples: Mapping[str, list[float]], elapsed_s: float, round_s: float,
+               families: Sequence[Family] = ()) -> tuple[bool, str]:
         """(another round needed, the reason in one sentence).
 
-        ``samples`` maps each configuration's name to its values so far,
-        ``elapsed_s`` is the time spent, ``round_s`` what one more round takes.
+        ``samples`` maps each configuration's name to its values so far (in the order measured),
+        ``elapsed_s`` is the time spent, ``round_s`` what one more round takes, ``families`` the
+        comparisons the step's page makes (each family judged together, :func:`holm`).
         """
         if not samples:
             raise TunepathError("no configurations to decide on")
         if elapsed_s < 0 or round_s < 0:
             raise TunepathError("elapsed_s and round_s must not be negative")
-        samples = {name: list(values) for name, values in samples.items()}
+        samples = {name: list(clean(values)) for name, values in samples.items()}
         rounds = min(len(values) for values in samples.values())
-        target = _fmt(self.ci_target_pct)
-        widths = self.widths(samples)
-        wide = [name for name, width in widths.items()
-                if width is None or width > self.ci_target_pct]
-
-        def wide_list() -> str:
-            parts = []
-            for name in wide:
-                width = widths[name]
-                parts.append(f"{name} (no interval yet)" if width is None else f"{name} (±{width:.1f} %)")
-            return ", ".join(parts)
-
-        if rounds >= self.min_repetitions and not wide:
-            return False, (f"every configuration's {self.level:.0%} interval is within ±{target} % "
-                           f"of its median after {rounds} repetitions")
+        first, target, lvl = self.first_stop(families), f"{self.ci_target_pct:g}", f"{self.level * 100:g} %"
+        if rounds < first and rounds < self.max_repetitions and not self._over(elapsed_s, round_s):
+            return True, f"{rounds} of at least {first} repetitions run so far"
+        # the look: the first `first` values of each configuration, whatever came after them
+        at_look = self._wide({name: values[:first] for name, values in samples.items()}) if rounds >= first else []
+        untested = self.untested(samples, families)
+        if rounds >= first and not at_look and not untested:
+            tested = " and every comparison can reach a verdict at that level" if families else ""
+            return False, (f"every configuration's interval reached {lvl} within ±{target} % of its median after "
+                           f"{rounds} repetitions{tested}")
+        now = self._wide(samples)
+        missing = "; ".join(part for part in (
+            f"intervals wider than {target} %: {', '.join(now)}" if now else "",
+            f"fewer than the {first} repetitions the look at the data needs" if rounds < first else "",
+            f"comparisons too few to test at {lvl}: {', '.join(untested)}" if untested else "") if part)
         if rounds >= self.max_repetitions:
-            return False, (f"maximum of {self.max_repetitions} repetitions reached; intervals still "
-                           f"wider than {target} %: {wide_list()}")
-        if self.time_budget_s is not None and elapsed_s + round_s > self.time_budget_s:
-            still = (f"intervals still wider than {target} %: {wide_list()}" if wide
-                     else f"only {rounds} of at least {self.min_repetitions} repetitions were run")
-            return False, f"time budget of {_fmt(self.time_budget_s)} s spent; {still}"
-        if rounds < self.min_repetitions:
-            return True, f"{rounds} of at least {self.min_repetitions} repetitions run so far"
-        return True, f"after {rounds} repetitions, intervals still wider than {target} %: {wide_list()}"
+            return False, f"maximum of {self.max_repetitions} repetitions reached" + (f"; {missing}" if missing else "")
+        if self._over(elapsed_s, round_s):
+            return False, f"time budget of {self.time_budget_s:g} s spent; {missing or 'no more rounds fit'}"
+        if at_look:
+            return True, (f"after {first} repetitions, intervals were wider than {target} % ({', '.join(at_look)}): "
+                          f"going on to the maximum of {self.max_repetitions}")
+        return True, f"after {rounds} repetitions, {missing}"
+
+    def _over(self, elapsed_s: float, round_s: float) -> bool:
+        return self.time_budget_s is not None and elapsed_s + round_s > self.time_budget_s

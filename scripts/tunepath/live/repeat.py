@@ -1,9 +1,12 @@
-"""Interleaved repetitions: A B C, A B C … until the intervals are narrow enough.
+"""Interleaved repetitions: A B C, A B C … until the figures are precise enough to compare.
 
 Variants are measured in rounds, so that drift over time (a neighbour's load, the JIT, the
 page cache) falls on every configuration alike. The :class:`~tunepath.analysis.stats.StoppingRule`
-ends the rounds when every configuration's interval is within the target, at the maximum
-number of repetitions, or when the step's time budget is spent.
+ends the rounds once every configuration's interval reaches its level and is within the target
+and every comparison the step's page makes can reach a verdict (:func:`families`: each variant
+against the previous one in a tuning step, against the first in a step that compares variants,
+and, in a sweep that names its best, every pair Holm-corrected together), at the maximum number
+of repetitions, or when the step's time budget is spent.
 
 A repetition that something outside the configuration disturbed (CPU steal, or foreign load:
 :data:`tunepath.analysis.noise.DROP_CODES`) does not count: it stays in the run as evidence,
@@ -27,7 +30,7 @@ from tunepath.live.measure import measure
 from tunepath.live.session import Session, progress
 from tunepath.parse.reports import parse_report_file
 
-__all__ = ["repeat", "stopping_rule", "RETRIES"]
+__all__ = ["repeat", "stopping_rule", "families", "RETRIES"]
 
 RETRIES = 2      # a disturbed repetition is measured again at most this many times in one round
 
@@ -44,6 +47,20 @@ def stopping_rule(session: Session) -> StoppingRule:
                         max_repetitions=max(given(opts.max_repetitions, profile.max_repetitions), minimum),
                         ci_target_pct=given(opts.ci_target_pct, profile.ci_target_pct),
                         time_budget_s=given(opts.step_budget_s, profile.step_budget_s))
+
+
+def families(step, variants: list[str], against_best: bool = False) -> list[tuple[tuple[str, str], ...]]:
+    """The comparisons the step's page makes among ``variants`` (in the step's order), grouped
+    into the families judged together: one comparison each, except a sweep's reading of its best,
+    which compares with a best chosen from the same data and so judges every pair at once (Holm)."""
+    out: list[tuple[tuple[str, str], ...]] = []
+    if step.kind == "tuning":
+        out += [((a, b),) for a, b in zip(variants, variants[1:])]
+    if step.compares_variants:
+        out += [((variants[0], v),) for v in variants[1:]]
+    if against_best and len(variants) > 1:
+        out.append(tuple((a, b) for i, a in enumerate(variants) for b in variants[i + 1:]))
+    return out
 
 
 class _Tally:
@@ -116,8 +133,9 @@ def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: 
             return
 
 
-def repeat(session: Session, step, variants: list[str]) -> None:
-    """Measure ``variants`` of ``step`` in interleaved rounds and record why the rounds stopped."""
+def repeat(session: Session, step, variants: list[str], against_best: bool = False) -> None:
+    """Measure ``variants`` of ``step`` in interleaved rounds and record why the rounds stopped
+    (``against_best``: the step's page compares every variant with the best one)."""
     rule = stopping_rule(session)
     session.repeating = rule.max_repetitions > 1
     tally = _Tally(variants, "server_cpu_us_per_req" if session.tool.open_loop else "requests_per_sec")
@@ -136,7 +154,7 @@ def repeat(session: Session, step, variants: list[str]) -> None:
         if not variants:
             break
         more, reason = rule.decide({v: tally.samples[v] for v in variants}, time.monotonic() - started,
-                                   time.monotonic() - t0)
+                                   time.monotonic() - t0, families(step, variants, against_best))
         if more and rounds >= rule.max_repetitions:     # the rule counts values; left-out ones count no value
             more, reason = False, (f"maximum of {rule.max_repetitions} rounds reached ({reason}; repetitions "
                                    "left out were measured again within their round)")
@@ -144,8 +162,10 @@ def repeat(session: Session, step, variants: list[str]) -> None:
             break
         progress(f"{step.name}: another round: {reason}")
     if rounds > 1 or rule.max_repetitions > 1:
+        compared = families(step, variants, against_best)
         session.recorder.repetitions(step.name, rounds=rounds, reason=reason, rule={
             "min_repetitions": rule.min_repetitions, "max_repetitions": rule.max_repetitions,
-            "ci_target_pct": rule.ci_target_pct, "time_budget_s": rule.time_budget_s},
+            "ci_target_pct": rule.ci_target_pct, "time_budget_s": rule.time_budget_s, "level": rule.level,
+            "first_stop": rule.first_stop(compared), "families": [len(f) for f in compared]},
             order=variants, variants={v: tally.summary(v) for v in order if v in tally.samples})
         progress(f"{step.name}: {rounds} round(s): {reason}")
