@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,15 +63,15 @@ def _leftovers(prefix: str) -> list[str]:
         [str(p) for p in [Path(f"/etc/sudoers.d/{prefix}-lab")] if p.exists()]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    _need_parts()
-    prefix = f"tpt{os.getpid()}"         # unique among running processes
-    lab = Lab(tmp_path_factory.mktemp("lab") / "lab", prefix)
+@contextmanager
+def running_lab(tmp_path_factory, prefix: str, vm: bool = False):
+    """A lab of its own (``prefix``), up for the block and down afterwards, whatever happens;
+    ``up_seconds`` is how long ``up`` took."""
+    lab = Lab(tmp_path_factory.mktemp("vmlab" if vm else "lab") / "lab", prefix)
     _scrub(prefix)
     started = time.monotonic()
     try:
-        lab.up()
+        lab.up(vm=vm) if vm else lab.up()
         lab.up_seconds = time.monotonic() - started
         yield lab
     finally:
@@ -78,6 +79,13 @@ def lab(tmp_path_factory):
             lab.down()
         finally:
             _scrub(prefix)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    _need_parts()
+    with running_lab(tmp_path_factory, f"tpt{os.getpid()}") as lab:     # unique among running processes
+        yield lab
 
 
 def _hosts(lab):

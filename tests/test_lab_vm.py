@@ -25,6 +25,7 @@ def test_with_a_vm_the_inventory_s_server_is_the_vm_and_its_label_says_emulated(
     assert (server.port, server.user, server.address, server.baseline_cpus) == (40009, "tunepath", "10.213.7.2", "0")
     assert [(c.port, c.user) for c in inventory.clients] == [(40002, "tplab-c1"), (40003, "tplab-c2")]
     assert "QEMU virtual machine as the server" in inventory.label and "emulated" in inventory.label
+    assert inventory.emulated is True           # the mark runs record, not the label's words
 
 
 def test_the_vm_s_state_round_trips_and_a_damaged_one_is_one_line(tmp_path):
@@ -62,25 +63,12 @@ def _need_vm_parts():
 def vm_lab(tmp_path_factory):
     """A lab with the server VM. The image is built once per machine and cached in .cache/vm-*."""
     import os
-    import time
 
-    from test_lab import _scrub
-    from tunepath.lab import Lab
+    from test_lab import running_lab
 
     _need_vm_parts()
-    prefix = f"tpv{os.getpid() % 100000}"
-    lab = Lab(tmp_path_factory.mktemp("vmlab") / "lab", prefix)
-    _scrub(prefix)
-    started = time.monotonic()
-    try:
-        lab.up(vm=True)
-        lab.up_seconds = time.monotonic() - started
+    with running_lab(tmp_path_factory, f"tpv{os.getpid() % 100000}", vm=True) as lab:
         yield lab
-    finally:
-        try:
-            lab.down()
-        finally:
-            _scrub(prefix)
 
 
 def _dmesg_domain(host) -> str:

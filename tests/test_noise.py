@@ -175,6 +175,50 @@ def test_pages_get_intervals_flags_and_the_stopping_reason(tmp_path):
     assert block["repetitions_info"]["rounds"] == 3
 
 
+# --- two modes and different shapes ------------------------------------------------------
+def test_two_modes_are_flagged_beside_the_figure():
+    from tunepath.analysis.noise import mode_flags
+
+    [flag] = mode_flags({"requests_per_sec": [100.0, 101.0, 150.0, 151.0, 100.5], "server_cpu_per_req": [20.0, 21.0]})
+    assert (flag.code, flag.field, flag.severity) == ("two-modes", "requests_per_sec", "warning")
+    assert "cannot be trusted" in flag.text and "not necessarily its median" in flag.text
+    assert mode_flags({"requests_per_sec": [100.0, 103.0, 106.0, 109.0, 112.0]}) == []      # evenly spread
+    assert mode_flags({"requests_per_sec": [100.0, 150.0, None, float("nan")]}) == []         # two values: untested
+
+
+def test_shapes_differ_when_cvs_are_far_apart_or_a_side_has_two_modes():
+    from tunepath.analysis.noise import SHAPE_CV_RATIO, shape_flag
+
+    [flag] = shape_flag("vs_step_first", "b against a", 0.09, 0.01, False)
+    assert (flag.code, flag.field, flag.severity) == ("shapes-differ", "vs_step_first", "info")
+    assert flag.text.startswith("b against a: the two spread differently (CVs 9 % and 1 %)")
+    assert "distributions differ, not that their medians do" in flag.text
+    assert shape_flag("vs_step_first", "b", 0.01 * (SHAPE_CV_RATIO - 0.1), 0.01, False) == []
+    assert shape_flag("vs_step_first", "b", None, 0.01, False) == [] and shape_flag("x", "b", 0.0, 0.01, False) == []
+    assert shape_flag("change_vs_previous_pct", "b", 0.01, 0.01, True)[0].text.count("two modes") == 1
+
+
+def test_frames_flag_a_bimodal_configuration_and_its_comparisons(tmp_path):
+    from tunepath.analysis.frames import measurements_frame
+
+    # stock: 32,967 and 43,343 req/s twice each, a gap of 31 %; access-log-off: one mode
+    run = _record(tmp_path, {"stock": ["latency.txt", "max_load_c50.txt", "latency.txt", "max_load_c50.txt"],
+                             "access-log-off": ["plain.txt", "plain.txt", "plain.txt", "plain.txt"]})
+    frame = measurements_frame([run], REGISTRY).set_index("variant")
+    stock, off = frame.loc["stock"], frame.loc["access-log-off"]
+    assert [(f.code, f.field) for f in stock["flags"] if f.code == "two-modes"] == [("two-modes", "requests_per_sec")]
+    assert not [f for f in off["flags"] if f.code == "two-modes"]
+    assert [f.field for f in off["flags"] if f.code == "shapes-differ"] == ["change_vs_previous_pct"]
+
+
+def test_no_interval_records_no_level(tmp_path):
+    from tunepath.analysis.frames import measurements_frame
+
+    run = _record(tmp_path, {"stock": ["plain.txt"], "access-log-off": ["latency.txt"]})
+    frame = measurements_frame([run], REGISTRY).set_index("variant")
+    assert frame.loc["stock", "interval_level"] is None and frame.loc["access-log-off", "change_level"] is None
+
+
 # --- comparison across runs ---------------------------------------------------------------
 def test_two_runs_side_by_side_with_ratios_and_differing_facts():
     from tunepath.analysis.compare import compare_document
@@ -183,7 +227,8 @@ def test_two_runs_side_by_side_with_ratios_and_differing_facts():
     runs = RunStore(ROOT / "runs").load_all()
     doc = compare_document(runs, measurements_frame(runs, REGISTRY), REGISTRY, REGISTRY.get("compare"))
     ids = {p["id"] for p in doc["pairs"]}
-    assert len(ids) == len(runs) * (len(runs) - 1) // 2            # every pair, once
+    real, emulated = sum(not r.emulated for r in runs), sum(r.emulated for r in runs)
+    assert len(ids) == real * (real - 1) // 2 + emulated * (emulated - 1) // 2   # every pair of like hosts, once
     pair = next(p for p in doc["pairs"] if p["a"]["run_id"] == "reference-aws-c8g" and p["b"]["run_id"] == "reference-grace")
     [numa] = [s for s in pair["steps"] if s["step"] == "numa"]
     [row] = numa["rows"]

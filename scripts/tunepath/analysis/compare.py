@@ -137,7 +137,9 @@ def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:
 
 
 def default_pair(runs: list[Run]) -> tuple[Run, Run] | None:
-    """The pair a reader most likely wants: the newest live run against the first reference run."""
+    """The pair a reader most likely wants: the newest live run against the first reference run.
+    A run on an emulated server is never picked: its figures test commands, not performance."""
+    runs = [r for r in runs if not r.emulated]
     refs = [r for r in runs if r.kind == "reference"]
     lives = sorted((r for r in runs if r.kind == "live"), key=lambda r: r.run_id)
     if refs and lives:
@@ -154,6 +156,8 @@ def compare_document(runs: list[Run], frame: pd.DataFrame, path, step, charts: d
     first = default_pair(runs)
     pairs = []
     for a, b in itertools.combinations(runs, 2):
+        if a.emulated != b.emulated:        # an emulated server's figures are never set against real hosts'
+            continue
         doc = pair_document(a, b, frame, path)
         doc["default"] = bool(first) and (a.run_id, b.run_id) == (first[0].run_id, first[1].run_id)
         doc["chart"] = charts.get(doc["id"])

@@ -109,6 +109,11 @@ class Run:
         return self.info.same_machine
 
     @property
+    def emulated(self) -> bool:
+        """The server was emulated (the lab's QEMU VM): shown apart, never ranked or paired by default."""
+        return self.info.emulated
+
+    @property
     def skipped(self) -> tuple[Skipped, ...]:
         return self.info.skipped
 

@@ -80,7 +80,8 @@ def hosts_toml(prefix: str, hosts: list[HostState], key_file: Path, known_hosts:
     """The inventory text. JSON strings are valid TOML basic strings (the same escapes). With the
     VM (``vm_port``), the server is the VM and the namespace server is left out."""
     head = (f"# the tunepath lab {prefix!r}, written by `tunepath lab up`; `tunepath lab down` removes it\n"
-            f"label = {json.dumps(vm_label() if vm_port else label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n")
+            f"label = {json.dumps(vm_label() if vm_port else label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n"
+            + ("emulated = true\n" if vm_port else ""))
     parts = [head]
     if vm_port is not None:
         parts.append(f"\n# the server VM: QEMU in network namespace {prefix}-vm\n[server]\n"

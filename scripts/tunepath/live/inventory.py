@@ -48,7 +48,7 @@ __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory"]
 MAX_INVENTORY_BYTES = 1 << 20          # an inventory is a few lines; /dev/zero is not one
 HOST_KEYS = ("host", "port", "user", "key_file", "address")
 SERVER_KEYS = HOST_KEYS + ("baseline_cpus",)
-TOP_KEYS = ("server", "clients", "known_hosts", "label")
+TOP_KEYS = ("server", "clients", "known_hosts", "label", "emulated")
 MAX_LABEL = 300
 SECRET_KEYS = ("password", "passphrase", "sudo_password")
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
@@ -88,6 +88,8 @@ class Inventory:
     known_hosts: Path
     source: Path | None = None     # the file it came from; None: this machine only
     label: str | None = None       # how runs on these hosts are described (e.g. the lab's)
+    emulated: bool = False         # the server is emulated (the lab's QEMU VM): its figures test the
+                                   # commands, not performance; pages never rank them with real hosts
 
     @property
     def same_machine(self) -> bool:
@@ -252,5 +254,8 @@ def load_inventory(path: str | os.PathLike | None) -> Inventory:
     label = _string(data, "label", f"{where}:")
     if label is not None and len(label) > MAX_LABEL:
         raise TunepathError(f"{where}: label is longer than {MAX_LABEL} characters; describe the hosts in a line")
+    emulated = data.get("emulated", False)
+    if not isinstance(emulated, bool):
+        raise TunepathError(f"{where}: emulated must be true or false, not {_kind(emulated)}")
     return Inventory(_spec("server", data["server"], where),
-                     tuple(_spec("client", c, where) for c in clients), known, path, label)
+                     tuple(_spec("client", c, where) for c in clients), known, path, label, emulated)

@@ -73,14 +73,20 @@ def load_clients(session: Session, step, variant: str) -> list[Host]:
     return [session.client]
 
 
+READY_S = 120                  # how long Tomcat may take to start and answer
+READY_S_EMULATED = 600
+
+
 def _restart(session: Session, step, variant: str, config, blocks: dict, tag: str, repetition: int) -> Started:
     rec, tomcat = session.recorder, session.tomcat
     progress(f"{tag}: configuring Tomcat ({config.describe()})")
     tomcat.configure(config)
     restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
     log_offset = log_size(session)
-    run_block(session, step.name, restart_block, timeout=120, repetition=repetition)
-    waited = tomcat.wait_ready(120)
+    # an emulated server (the lab's QEMU VM, software emulation) starts a JVM tens of times slower
+    limit = READY_S_EMULATED if session.inventory.emulated else READY_S
+    run_block(session, step.name, restart_block, timeout=limit, repetition=repetition)
+    waited = tomcat.wait_ready(limit)
     warnings = tuple(jvm_warnings(session, log_offset))
     for w in warnings:
         rec.warn(f"{step.name}/{variant}: the JVM said: {w}")
@@ -259,13 +265,18 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
         cpu_utilisation=window.utilisation, window_s=round(window.window_s, 3), tomcat_cpu_s=window.tomcat_cpu_s,
         nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
         client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        placement=placement(session.ctx), jvm=window.jvm,
+        placement=placement(session.ctx, next((b for b in step.plan(session.ctx) if b.id == "restart-tomcat"), None)),
+        jvm=window.jvm,
         **({"controller_cpu_s": window.controller_cpu_s} if window.controller_cpu_s is not None else {}), **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
 
 
-def placement(ctx) -> dict:
-    """Where Tomcat and the load generator ran (CPU lists; "" unpinned) and whether they shared a kernel."""
-    return {"shared_kernel": ctx.shared_kernel, "server_cpus": cpu_ranges(ctx.server_pin_cpus),
+def placement(ctx, restart_block=None) -> dict:
+    """Where Tomcat and the load generator ran (CPU lists; "" unpinned) and whether they shared a kernel.
+    A step whose restart pins Tomcat itself (the NUMA move where a CPU cannot go offline) says so."""
+    server = ctx.server_pin_cpus
+    if restart_block is not None and ctx.stuck_cpus and f"taskset -c {cpu_ranges(ctx.numa_cpus)} " in restart_block.text:
+        server = ctx.numa_cpus
+    return {"shared_kernel": ctx.shared_kernel, "server_cpus": cpu_ranges(server),
             "client_cpus": cpu_ranges(ctx.client_pin_cpus)}
 
 

@@ -200,6 +200,15 @@ def _node_cpus(server: Host, node: int) -> list[int]:
     return parse_cpu_list(r.stdout.strip()) if r.stdout.strip() else []
 
 
+FIXED_CPUS = 'for c in /sys/devices/system/cpu/cpu[0-9]*; do [ -e "$c/online" ] || echo "${c##*/cpu}"; done'
+
+
+def _fixed_cpus(server: Host) -> tuple[int, ...]:
+    """CPUs that cannot go offline: no sysfs ``online`` file (CPU 0 on x86 and on some Arm hosts)."""
+    r = server.run(FIXED_CPUS, check=False, timeout=15)
+    return tuple(sorted(int(c) for c in r.stdout.split() if c.isdigit())) if r.exited == 0 else ()
+
+
 def server_address(inventory: Inventory) -> str:
     """The address the client sends its load to: loopback when the server is this machine or
     shares the client's, else the inventory's server host (the one rule, for every context)."""
@@ -226,7 +235,7 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         java_home=options.java_home,
         server_address=server_address(inventory), port=options.http_port,
         total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(keep),
-        numa_cpus=tuple(numa_cpus or keep), nic=nic.get("name") or "${net}", nic_queues=n,
+        numa_cpus=tuple(numa_cpus or keep), fixed_cpus=_fixed_cpus(server), nic=nic.get("name") or "${net}", nic_queues=n,
         nic_channels=nic.get("channels") or "combined",
         hugepage_kb=(facts.get("hugepages") or {}).get("size_kb") or 2048,
         load_generator=tool.binary, threads=threads, connections=connections,

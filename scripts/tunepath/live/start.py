@@ -191,7 +191,7 @@ def run_record(run_id: str, server_name: str, found: HostFacts, options: LiveOpt
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "source": f"tunepath live run: steps {', '.join(steps)}; profile {options.profile}; "
                   f"apply={options.apply}",
-        "same_machine": same, "profile": options.profile, "apply": options.apply,
+        "same_machine": same, "emulated": inventory.emulated, "profile": options.profile, "apply": options.apply,
         "hosts": {
             "server": {"name": server_name, "description": describe(found.facts, same), "facts": found.facts,
                        "facts_missing": found.missing},

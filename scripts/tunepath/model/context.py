@@ -7,7 +7,7 @@ with the path's variables (``${tomcat_ip}``, ``${net}``) where the original had 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
 from tunepath.errors import TunepathError
@@ -19,7 +19,7 @@ __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_r
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
 MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
 NIC_CHANNELS = ("combined", "rx-tx")
-CPU_FIELDS = ("baseline_cpus", "numa_cpus", "server_pin_cpus", "client_pin_cpus")
+CPU_FIELDS = ("baseline_cpus", "numa_cpus", "server_pin_cpus", "client_pin_cpus", "fixed_cpus")
 
 
 def _check_type(key: str, value, default) -> None:
@@ -89,6 +89,7 @@ class HostContext:
     shared_kernel: bool = False   # server and clients run on one kernel (one machine, or its namespaces)
     server_pin_cpus: tuple[int, ...] = ()   # Tomcat's CPUs (taskset) where server and client share a kernel
     client_pin_cpus: tuple[int, ...] = ()   # … and the load generator's; () runs unpinned
+    fixed_cpus: tuple[int, ...] = ()   # CPUs that cannot go offline (no sysfs ``online`` file: CPU 0 on x86)
     warmup_window_s: int = 0      # steady-state warm-up: windows this long (0: one warm-up run of warmup_s)
     steady_windows: int = 3       # … until this many windows in a row agree
     steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
@@ -127,6 +128,17 @@ class HostContext:
         generator) when the run pins them to disjoint CPUs, else nothing."""
         cpus = self.server_pin_cpus if role == "server" else self.client_pin_cpus
         return f"taskset -c {cpu_ranges(cpus)} " if cpus else ""
+
+    @property
+    def stuck_cpus(self) -> tuple[int, ...]:
+        """CPUs the NUMA move cannot take offline: fixed CPUs outside the NIC's node (and not the
+        load generator's). Where there are any, Tomcat is pinned to ``numa_cpus`` instead."""
+        return tuple(c for c in self.fixed_cpus if c not in self.numa_cpus and c not in self.client_pin_cpus)
+
+    def on_numa_node(self) -> "HostContext":
+        """The context Tomcat starts in once the CPUs moved to the NIC's node: pinned to those CPUs
+        with ``taskset`` where a CPU that cannot go offline stays online beside them."""
+        return replace(self, server_pin_cpus=self.numa_cpus) if self.stuck_cpus else self
 
     @property
     def steady_state(self) -> bool:

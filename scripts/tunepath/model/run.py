@@ -179,6 +179,7 @@ class RunInfo:
     server: HostRecord
     client: HostRecord
     same_machine: bool = False
+    emulated: bool = False         # the server was emulated (a QEMU VM): figures test commands, not performance
     kind_label: str | None = None
     date: str | None = None
     date_note: str = ""
@@ -196,7 +197,7 @@ class RunInfo:
             run_id=data["run_id"], kind=data["kind"], status=data["status"],
             label=data.get("label") or data["run_id"],
             server=HostRecord.from_data("server", hosts["server"]), client=HostRecord.from_data("client", hosts["client"]),
-            same_machine=bool(data.get("same_machine")), kind_label=data.get("kind_label"), date=data.get("date"),
+            same_machine=bool(data.get("same_machine")), emulated=bool(data.get("emulated")), kind_label=data.get("kind_label"), date=data.get("date"),
             date_note=data.get("date_note", ""), source=data.get("source", ""),
             notes=tuple(Note.from_data(n) for n in data.get("notes") or ()),
             skipped=tuple(Skipped.from_data(s) for s in data.get("skipped") or ()),

@@ -101,7 +101,8 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
         "label": run.info.label, "kind_label": run.info.kind_label,
         "server": run.server.name, "server_desc": run.server.description,
         "client": run.client.description or run.client.name,
-        "same_machine": run.same_machine,
+        "same_machine": run.same_machine, "emulated": run.info.emulated,
+        "kernel_cmdline_before": run.server.facts.get("kernel_cmdline") if run.kind == "live" else None,
         "date": run.info.date, "date_note": run.info.date_note,
         "versions": _versions(run), "source": run.info.source,
         "client_command": commands[0] if commands else "",
@@ -113,13 +114,16 @@ def commands_as_run(run: Run, definition) -> dict:
     """The step's command blocks for ``run``'s context; where the run recorded a block whose text
     differs (the step's command changed since that run), the text the run executed: a page shows
     what ran."""
-    recorded = {b["block"]: b["text"] for b in run.record.get("blocks", [])
-                if b.get("step") == definition.name and isinstance(b.get("text"), str)}
+    blocks = {b["block"]: b for b in run.record.get("blocks", [])
+              if b.get("step") == definition.name and isinstance(b.get("text"), str)}
+    recorded = {name: b["text"] for name, b in blocks.items()}
     out = {}
     for b in definition.plan(run.context):
         entry = b.to_dict()
         if recorded.get(b.id, entry["text"]) != entry["text"]:
             entry.update(text=recorded[b.id], as_recorded=True)
+        if (blocks.get(b.id) or {}).get("kernel_cmdline"):       # /proc/cmdline read after its reboot
+            entry["kernel_cmdline"] = blocks[b.id]["kernel_cmdline"]
         out[b.id] = entry
     return out
 
@@ -250,10 +254,13 @@ def historical_for(step: str, directory: Path | None) -> list[dict]:
 def step_document(s, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
                   notebook: dict, historical: list[dict] | None = None, path=None) -> dict:
     """A step's Hugo data (``s``: the step object; ``path``: the step registry)."""
-    blocks = [run_block(r, s, frame, path) for r in runs if s.name in r.steps()]
+    ordered = sorted((r for r in runs if s.name in r.steps()), key=lambda r: r.emulated)   # stable: emulated last
+    blocks = [run_block(r, s, frame, path) for r in ordered]
+    real = [b for b, r in zip(blocks, ordered) if not r.emulated]
     return {
         "step": s.name, "number": s.number, "title": s.title, "page": s.page,
-        "primary_run": blocks[0]["run_id"] if blocks else None,
+        # the run the page is about: never an emulated server's
+        "primary_run": (real or blocks)[0]["run_id"] if blocks else None,
         "notebook": notebook, "runs": blocks, "charts": charts, "historical": historical or [],
     }
 
@@ -266,7 +273,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
     compared = {s.name for s in path if s.compares_variants}
     sequence_steps = {s for s, _ in path.sequence}
     hosts = []
-    for run in runs:
+    for run in sorted(runs, key=lambda r: r.emulated):      # emulated servers last, apart (never ranked)
         rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
         # the rate sweep is read at a latency objective on its own page, not as a comparison table
         others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & frame.step.isin(compared)]

@@ -7,6 +7,7 @@ same text for its real hosts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
 from tunepath.errors import TunepathError
@@ -128,11 +129,23 @@ def offline_all_but(ctx: HostContext, keep: tuple[int, ...]) -> str:
     return set_cpus(others, online=False)
 
 
+def _cpus(cpus: Iterable[int]) -> str:
+    """``CPU 1``, ``CPUs 96-103``."""
+    cpus = list(cpus)
+    return f"CPU{'s' if len(cpus) > 1 else ''} {cpu_ranges(cpus)}"
+
+
 def move_cpus(ctx: HostContext) -> Block:
-    return Block("move-cpus", "server",
-                 f"Bring CPUs {cpu_ranges(ctx.numa_cpus)} online and take every other CPU offline",
-                 "\n".join(filter(None, (set_cpus(ctx.numa_cpus, online=True), offline_all_but(ctx, ctx.numa_cpus)))),
-                 disruptive=True)
+    """Bring the NIC node's CPUs online and take every other CPU offline, except those that cannot
+    go offline (then Tomcat is pinned to the node's CPUs: ``HostContext.on_numa_node``)."""
+    stuck = ctx.stuck_cpus
+    title = f"Bring {_cpus(ctx.numa_cpus)} online and take every other CPU offline"
+    if stuck:
+        title += (f" but {_cpus(stuck)}, which cannot go offline on this host (Tomcat is pinned to "
+                  f"{_cpus(ctx.numa_cpus)} instead)")
+    others = offline_all_but(replace(ctx, client_pin_cpus=ctx.client_pin_cpus + stuck), ctx.numa_cpus)
+    return Block("move-cpus", "server", title,
+                 "\n".join(filter(None, (set_cpus(ctx.numa_cpus, online=True), others))), disruptive=True)
 
 
 def set_queues(ctx: HostContext) -> Block:
@@ -161,9 +174,11 @@ def nic(ctx: HostContext) -> str:
 
 
 def nic_numa_node(ctx: HostContext) -> str:
-    """The sysfs file holding the NUMA node of the context's NIC, quoted."""
+    """The command that prints the NUMA node of the context's NIC: its PCI device's ``numa_node``,
+    or, for a virtio NIC (whose ``device`` is a virtio device), its PCI parent's."""
     nic(ctx)
-    return path("/sys/class/net", ctx.nic, "device/numa_node", what="nic")
+    return (f"cat {path('/sys/class/net', ctx.nic, 'device/numa_node', what='nic')} 2>/dev/null || "
+            f"cat {path('/sys/class/net', ctx.nic, 'device/../numa_node', what='nic')}")
 
 
 VERIFY_COMMANDS = {
@@ -172,7 +187,7 @@ VERIFY_COMMANDS = {
     "lscpu": lambda ctx: "lscpu",
     "ethtool-l": lambda ctx: f"ethtool -l {nic(ctx)}",
     "numactl-h": lambda ctx: "numactl -H",
-    "nic-numa-node": lambda ctx: f"cat {nic_numa_node(ctx)}",
+    "nic-numa-node": lambda ctx: nic_numa_node(ctx),
     "java-version": lambda ctx: f"{java(ctx)} -version 2>&1",
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",

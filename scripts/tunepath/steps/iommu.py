@@ -30,7 +30,7 @@ class Iommu(Step):
                  "iommu.strict=0 iommu.passthrough=1"),
             move_cpus(ctx),
             set_queues(ctx),
-            restart(ctx),
+            restart(ctx.on_numa_node()),
             *load_blocks(ctx),
         ]
 

@@ -29,9 +29,9 @@ class Numa(Step):
         return [
             Block("numa-topology", "server", "Show the NUMA nodes, their CPUs and distances", "numactl -H"),
             Block("nic-node", "server", f"Find the NUMA node of {ctx.nic}",
-                  f"cat {nic_numa_node(ctx)}"),
+                  nic_numa_node(ctx)),
             move_cpus(ctx),
-            restart(ctx),
+            restart(ctx.on_numa_node()),
             *load_blocks(ctx),
         ]
 
