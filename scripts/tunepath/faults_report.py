@@ -155,10 +155,10 @@ def duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def write_results(path: Path, header: dict, trials: list[Trial]) -> None:
-    """The JSON results: the harness's settings and machine, every trial, the summary rows."""
-    data = {**header, "trials": [t.to_dict() for t in trials],
-            "summary": [asdict(row) for row in summary_rows(trials)]}
+def save_results(path: Path, header: dict, trials: list, rows: list) -> None:
+    """A harness's JSON results, written atomically: its settings and machine, every trial (a record
+    with ``to_dict``), the summary rows (dataclasses)."""
+    data = {**header, "trials": [t.to_dict() for t in trials], "summary": [asdict(row) for row in rows]}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -166,8 +166,18 @@ def write_results(path: Path, header: dict, trials: list[Trial]) -> None:
     tmp.replace(path)
 
 
+def load_records(path: Path, record: type) -> list:
+    """The trials of a results file as ``record`` dataclasses (unknown keys ignored)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    names = {f.name for f in fields(record)}
+    return [record(**{k: v for k, v in t.items() if k in names}) for t in data["trials"]]
+
+
+def write_results(path: Path, header: dict, trials: list[Trial]) -> None:
+    """The JSON results: the harness's settings and machine, every trial, the summary rows."""
+    save_results(path, header, trials, summary_rows(trials))
+
+
 def load_trials(path: Path) -> list[Trial]:
     """The trials of a results file (to print its table again)."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    names = {f.name for f in fields(Trial)}
-    return [Trial(**{k: v for k, v in t.items() if k in names}) for t in data["trials"]]
+    return load_records(path, Trial)

@@ -1,0 +1,112 @@
+"""The VM fault harness's pure logic (no VM, no SSH): the guest's state and its differences, the
+outcome of a trial, the seeded schedule, the results table and file."""
+
+from __future__ import annotations
+
+import pytest
+
+from tunepath.faults_vm import parse
+from tunepath.faults_vm_probe import STATE_SCRIPT, WATCH_SCRIPT
+from tunepath.faults_vm_report import (AUTO, KINDS, MODIFIED, RESTORE, UNBOOTABLE, GuestState, VmTrial,
+                                       load_trials, parse_state, render, schedule, summary_rows, write_results)
+
+CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-56-amd64 root=UUID=4b9a ro net.ifnames=0 console=ttyS0"
+GUEST_TEXT = f"""cmdline={CMDLINE}
+dropin=absent
+grub_cfg=ok
+grub_iommu=0
+cpus=0-1
+queues=2
+lock=no
+saved_state=no
+tomcat=
+"""
+
+
+def state(**changes) -> GuestState:
+    return GuestState(**{**parse_state(GUEST_TEXT).to_dict(), **changes})
+
+
+def test_parse_state_reads_every_field():
+    s = parse_state(GUEST_TEXT)
+    assert s.cmdline == CMDLINE and s.dropin == "absent" and s.grub_cfg == "ok" and s.grub_iommu == 0
+    assert (s.cpus_online, s.queues, s.lock, s.saved_state, s.tomcat) == ("0-1", "2", False, False, False)
+    running = parse_state(GUEST_TEXT.replace("tomcat=", "tomcat=812 ").replace("lock=no", "lock=yes"))
+    assert running.tomcat and running.lock
+
+
+def test_parse_state_refuses_a_cut_answer():
+    with pytest.raises(ValueError, match="grub_cfg"):
+        parse_state("cmdline=x\ndropin=absent\n")
+
+
+def test_differences_name_each_field():
+    before = state()
+    assert state().differences(before) == []
+    after = state(cmdline=CMDLINE + " iommu.strict=0 iommu.passthrough=1", dropin="0123456789ab", grub_iommu=2,
+                  cpus_online="1", queues="1", lock=True, tomcat=True)
+    diff = after.differences(before)
+    assert f"cmdline: {CMDLINE} → {CMDLINE} iommu.strict=0 iommu.passthrough=1" in diff
+    assert "dropin: absent → 0123456789ab" in diff and "grub_iommu: 0 → 2" in diff
+    assert "cpus_online: 0-1 → 1" in diff and "queues: 2 → 1" in diff
+    assert "lock: False → True" in diff and "tomcat: False → True" in diff
+    assert state(grub_cfg="empty").differences(before) == ["grub_cfg: ok → empty"]
+
+
+@pytest.mark.parametrize("fields, outcome", [
+    ({}, AUTO),
+    ({"differences": ["lock: False → True"]}, RESTORE),
+    ({"differences": ["dropin: absent → x"], "left": ["dropin: absent → x"]}, MODIFIED),
+    ({"late": ["queues: 2 → 1"]}, MODIFIED),
+    ({"booted": False, "differences": ["x"], "left": ["x"]}, UNBOOTABLE),
+])
+def test_classify(fields, outcome):
+    t = VmTrial("grub", 1, 7, 1.0, **fields)
+    assert t.classify() == outcome and t.outcome == outcome
+
+
+def test_schedule_is_seeded_and_takes_turns():
+    a = schedule(KINDS, 2, 11, grub_s=17.0)
+    assert a == schedule(KINDS, 2, 11, grub_s=17.0)
+    assert a != schedule(KINDS, 2, 12, grub_s=17.0)
+    assert [(p.kind, p.index) for p in a] == [(k, i) for i in (1, 2) for k in KINDS]
+    for p in a:
+        window = {"grub": 0.9 * 17.0, "dropin": 0.3}.get(p.kind, 60.0)
+        assert 0 <= p.delay_s <= window
+        assert (p.off_s == 0) == (p.kind == "controller") and (p.off_s == 0 or 2 <= p.off_s <= 5)
+    assert [p.signal for p in a if p.kind == "controller"] == ["SIGKILL", "SIGINT"]
+    # one trial is the same whatever else runs: its draw depends on the seed, its kind and its index
+    alone = schedule(("rebootwait",), 2, 11, grub_s=17.0)
+    assert alone == [p for p in a if p.kind == "rebootwait"]
+
+
+def test_render_counts_and_lists_bad_trials(tmp_path):
+    trials = [VmTrial("grub", 1, 1, 1.0, injected=True, boot_s=40.0, duration_s=300),
+              VmTrial("grub", 2, 2, 1.0, injected=True, boot_s=50.0, duration_s=360,
+                      differences=["dropin: absent → x"]),
+              VmTrial("controller", 1, 3, 1.0, signal="SIGKILL", injected=True, booted=False,
+                      console_tail=["Kernel panic"], repaired="a new disk from the cached image", duration_s=200)]
+    for t in trials:
+        t.classify()
+    rows = summary_rows(trials)
+    assert [(r.trials, r.auto, r.by_restore, r.unbootable) for r in rows] == [(2, 1, 1, 0), (1, 0, 0, 1), (3, 1, 1, 1)]
+    assert rows[0].boot_median_s == 45.0 and rows[1].boot_median_s is None
+    table = render(trials)
+    assert "| QEMU killed during `update-grub` | 2 | 2 | 1 | 1 | 0 | 0 | 45 s | 5.5 min |" in table
+    assert "controller 1: unbootable: no sshd: Kernel panic (repaired: a new disk from the cached image)" in table
+    out = tmp_path / "vm.json"
+    write_results(out, {"seed": 11}, trials)
+    assert [t.outcome for t in load_trials(out)] == [t.outcome for t in trials]
+
+
+def test_guest_scripts_do_not_match_themselves():
+    # the watcher's pgrep pattern must not find the watcher's own shell
+    assert "'[u]pdate-grub|[g]rub-mkconfig'" in WATCH_SCRIPT and "[o]rg.apache.catalina" in STATE_SCRIPT
+    assert "99-tunepath-iommu.cfg" in WATCH_SCRIPT and "99-tunepath-iommu.cfg" in STATE_SCRIPT
+
+
+def test_parse_options():
+    c = parse(["--trials", "3", "--kinds", "grub,controller", "--seed", "5"])
+    assert (c.trials, c.kinds, c.seed, c.prefix) == (3, ("grub", "controller"), 5, "tpvmf")
+    with pytest.raises(SystemExit):
+        parse(["--kinds", "grub,bogus"])
