@@ -280,7 +280,7 @@ class Machine(Host):
 
         if c.startswith("echo online="):
             return (f"online={_ranges(self.online)}\nhugepages={self.nr}\ncmdline=eA==\nchannels={self.channels()}\n", 0)
-        if c.startswith("cat ~/.tunepath/original-state.json"):
+        if c.startswith(("cat ~/.tunepath/original-state.json", "test -s ~/.tunepath/original-state.json")):
             return self.state or "", 0
         if "original-state.json.tmp <<" in c:
             self.state = c.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0]

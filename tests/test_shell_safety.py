@@ -247,7 +247,7 @@ class Recorder(Host):
     def _run(self, command, timeout, display, pidfile=None):
         self.commands.append(command)
         out = ""
-        if command.startswith("cat ~/.tunepath/original-state.json"):
+        if command.startswith(("cat ~/.tunepath/original-state.json", "test -s ~/.tunepath/original-state.json")):
             out = self.STATE
         elif "Current hardware settings" in command:
             out = "8\n"

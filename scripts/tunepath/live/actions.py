@@ -15,12 +15,13 @@ from typing import Callable, TypeVar
 from tunepath.errors import TunepathError
 from tunepath.live.facts import parse_hugepages
 from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
-from tunepath.live.hoststate import HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, save_original_state
+from tunepath.live.hoststate import GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, save_original_state
 from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
 from tunepath.live.restore import release_hugepages as release_pool, restore
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
+from tunepath.model.shell import quote
 
 __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
            "jvm_warnings", "log_size", "ensure_tomcat", "secret_hidden", "boot_id", "wait_for_reboot",
@@ -148,6 +149,12 @@ def _reboot(session: Session, step: str, block) -> tuple[bool, str]:
     session.server.run(grub, timeout=60, as_written=True)
     session.server.run("sudo update-grub", timeout=300, as_written=True)
     wanted = block.text.split('$GRUB_CMDLINE_LINUX ')[1].split('"')[0].split()
+    check = session.server.run(GRUB_CHECK.format(param=quote(wanted[0], "kernel parameter")), timeout=120,
+                               check=False, as_written=True)
+    if check.exited != 0:      # never reboot into a grub.cfg that does not parse or lacks the change
+        raise TunepathError(f"on {session.server.name}: after update-grub, /boot/grub/grub.cfg does not parse or lacks "
+                            f"{wanted[0]}; not rebooting. Look at `sudo update-grub` and "
+                            f"`sudo grub-script-check /boot/grub/grub.cfg` there, then `tunepath restore`")
     session.server, cmdline = reboot_and_wait(session.server, lambda: connect(session.inventory.server,
                                                                                session.inventory), wanted, old_boot)
     session.tomcat.host = session.server

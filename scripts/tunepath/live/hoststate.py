@@ -29,9 +29,11 @@ from tunepath.model.context import brace_ranges, cpu_ranges
 from tunepath.model.plan import Block
 from tunepath.model.shell import heredoc, quote
 
-GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"   # the IOMMU steps' kernel parameters
+GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"
+# after update-grub, before the reboot: grub.cfg parses and holds the new parameter, then it is flushed
+GRUB_CHECK = "sudo grub-script-check /boot/grub/grub.cfg && sudo grep -q -e {param} /boot/grub/grub.cfg && sync"   # the IOMMU steps' kernel parameters
 
-__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "NR_HUGEPAGES", "GRUB_DROP_IN", "Preflight", "preflight",
+__all__ = ["STATE_DIR", "STATE_FILE", "LOCK_DIR", "NR_HUGEPAGES", "GRUB_DROP_IN", "GRUB_CHECK", "Preflight", "preflight",
            "save_original_state", "load_original_state", "acquire_lock", "release_lock", "check_lock", "read_lock",
            "dead_owner", "clear_lock_command", "local_boot_id", "REBOOT_BLOCKS", "HUGEPAGE_BLOCKS",
            "OriginalState", "current_queues_command"]
@@ -201,13 +203,19 @@ def save_original_state(host: Host, facts: dict) -> OriginalState:
                           grub_dropin_b64=out.get("grub_dropin"), cmdline_b64=out.get("cmdline") or None,
                           saved=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     write = heredoc(quote(STATE_FILE + ".tmp"), json.dumps(asdict(state)) + "\n")
-    host.run(f"mkdir -p {quote(STATE_DIR)} && {write}\nmv {quote(STATE_FILE + '.tmp')} {quote(STATE_FILE)}",
-             timeout=30)
+    # flushed before and after the rename: the state must be on disk before the first change, or a power
+    # cut right after it (the VM fault trials) leaves an empty file and nothing to restore from
+    tmp = quote(STATE_FILE + ".tmp")
+    host.run(f"mkdir -p {quote(STATE_DIR)} && {write}\nsync {tmp} && mv {tmp} {quote(STATE_FILE)} && "
+             f"sync {quote(STATE_DIR)}", timeout=30)
     return state
 
 
 def load_original_state(host: Host) -> OriginalState | None:
-    r = host.run(f"cat {quote(STATE_FILE)} 2>/dev/null", check=False, timeout=15)
+    """The saved state, or None. An empty file is one a power cut left before its data reached the
+    disk (written by a version that did not flush it): nothing was saved, and it is removed."""
+    r = host.run(f"test -s {quote(STATE_FILE)} || rm -f {quote(STATE_FILE)}; cat {quote(STATE_FILE)} 2>/dev/null",
+                 check=False, timeout=15)
     try:
         return OriginalState.from_dict(json.loads(r.stdout)) if r.stdout.strip() else None
     except (ValueError, TypeError) as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 from tunepath.errors import TunepathError
 
@@ -138,7 +139,7 @@ def restore_host(options, force: bool = False, reboot: bool = False) -> list[str
     from tunepath.live.session import expand_home, validate
     from tunepath.live.tomcat import Tomcat
 
-    validate(options)
+    validate(replace(options, apply=True))      # a restore applies by nature: --allow-reboot is allowed
     with _reach(options, 0) as (server, clients):
         held = read_lock(server)
         if held is not None and not force:

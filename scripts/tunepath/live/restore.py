@@ -105,9 +105,9 @@ def _restore_grub(host: Host, state: OriginalState) -> tuple[str, str] | None:
     if current == original:
         return None
     if original:
-        command = f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub"
+        command = f"echo {quote(original, 'saved GRUB drop-in')} | base64 -d > {GRUB_DROP_IN} && update-grub && sync"
     else:
-        command = f"rm -f {GRUB_DROP_IN} && update-grub"
+        command = f"rm -f {GRUB_DROP_IN} && update-grub && sync"
     host.run(command, sudo=True, timeout=300)
     return "GRUB IOMMU settings restored (takes effect at the next reboot)", command
 
