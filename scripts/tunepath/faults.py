@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.faults_probe import Controller, Probe, inject, machine_state, put_machine_back
+from tunepath.faults_probe import Controller, Probe, inject, machine_state, put_machine_back, say
 from tunepath.faults_report import Trial, duration, load_trials, render, write_results
 from tunepath.project import project_dir
 from tunepath.versions import TOMCAT_VERSION
@@ -65,10 +65,6 @@ DELAY_SHARE = 0.8          # the fault comes within this share of the span the c
 RUN_LIMIT_S = 300          # after the fault, how long a run may take to end before it counts as hung
 CHANGE_WAIT_S = 240        # how long a run may take to make its first host change
 OUTAGE_S = (2.0, 8.0)      # sshd down / link down for this long (uniform, seeded)
-
-
-def say(message: str) -> None:
-    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
 
 
 @dataclass

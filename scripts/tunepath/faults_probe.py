@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import datetime as dt
 import threading
 import time
 from pathlib import Path
@@ -24,7 +25,13 @@ from tunepath.faults_report import ServerState
 from tunepath.model.context import parse_cpu_list
 from tunepath.versions import TOMCAT_VERSION
 
-__all__ = ["Probe", "Controller", "inject", "machine_state", "put_machine_back"]
+__all__ = ["Probe", "Controller", "inject", "machine_state", "put_machine_back", "say"]
+
+
+def say(message: str) -> None:
+    """One progress line of a fault harness, with the time."""
+    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
 
 CPU_ONLINE = Path("/sys/devices/system/cpu/online")
 HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")

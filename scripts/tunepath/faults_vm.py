@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.faults_probe import Controller
+from tunepath.faults_probe import Controller, say
 from tunepath.faults_vm_probe import Guest, Power, Watcher
 from tunepath.faults_vm_report import KINDS, Plan, VmTrial, load_trials, render, schedule, write_results
 from tunepath.project import project_dir
@@ -52,10 +52,6 @@ TRIGGER_WAIT_S = 420      # from the run's start until the trigger (drop-in, upd
 RUN_LIMIT_S = 1200        # after the fault, how long the run may take to end before it counts as hung
 BOOT_LIMIT_S = 600        # after power-on / after the run, how long the guest may take to answer (3 VMs share 2 CPUs here)
 RESTORE_LIMIT_S = 900
-
-
-def say(message: str) -> None:
-    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
 
 
 @dataclass
