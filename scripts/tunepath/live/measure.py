@@ -166,7 +166,8 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     if tool == "jmeter" and "summary =" not in window.results[0].stdout:
         _no_summary(session, step, variant, load, window.results[0], tag)
         return False, None
-    _record(session, step, variant, load, tool, config, window, started, nofile, repetition, clients)
+    _record(session, step, variant, load, tool, config, window, started, nofile, repetition, clients,
+            blocks.get("restart-tomcat"))
     failed = [r for r in window.results if not r.ok]
     if failed:
         raise CommandFailed(failed[0], "the load generator failed; its output is recorded in the run")
@@ -250,7 +251,7 @@ def jvm_facts(before, after) -> dict:
 
 
 def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
-            nofile: int | None, repetition: int, clients: list[Host]) -> None:
+            nofile: int | None, repetition: int, clients: list[Host], restart_block=None) -> None:
     results = window.results
     parts = None
     if len(clients) > 1:
@@ -265,8 +266,7 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
         cpu_utilisation=window.utilisation, window_s=round(window.window_s, 3), tomcat_cpu_s=window.tomcat_cpu_s,
         nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
         client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        placement=placement(session.ctx, next((b for b in step.plan(session.ctx) if b.id == "restart-tomcat"), None)),
-        jvm=window.jvm,
+        placement=placement(session.ctx, restart_block), jvm=window.jvm,
         **({"controller_cpu_s": window.controller_cpu_s} if window.controller_cpu_s is not None else {}), **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
 
 
