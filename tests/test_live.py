@@ -282,3 +282,23 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     assert row["latency_merge"]["method"] == "bounds"     # Debian wrk prints no spectrum: a bound, not a merge
     live = run.measurement("baseline", "stock", 2).live
     assert live.client_cpu_s == pytest.approx(sum(p.client_cpu_s for p in live.parts))
+
+
+def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
+    """The runner ends a step's kernel with SIGINT when it is interrupted; whichever of the two
+    records the failure first, the run says "interrupted" (not "KeyboardInterrupt")."""
+    from types import SimpleNamespace
+
+    from tunepath.live import actions
+
+    failed = []
+    monkeypatch.setattr(actions, "cleanup", lambda *a: None)
+    session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=False),
+                              recorder=SimpleNamespace(fail=lambda step, message, **kw: failed.append((step, message))))
+    with pytest.raises(KeyboardInterrupt):
+        with actions.step_guard(session, "baseline"):
+            raise KeyboardInterrupt
+    with pytest.raises(TunepathError):
+        with actions.step_guard(session, "numa"):
+            raise TunepathError("numactl is missing")
+    assert failed == [("baseline", "interrupted"), ("numa", "numactl is missing")]

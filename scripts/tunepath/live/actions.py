@@ -44,7 +44,8 @@ def step_guard(session: Session, step: str):
                     progress(f"{step}: restored {line}")
         except Exception as inner:   # keep the original error; the runner cleans up again
             progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
-        message = str(exc) or type(exc).__name__
+        # the runner ends this kernel with SIGINT when it is interrupted: record it as the runner does
+        message = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
         session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,
                               command=getattr(exc, "result", None) and exc.result.command)
         raise
