@@ -19,6 +19,7 @@ from tunepath.analysis.modes import mode_report
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
+from tunepath.publish.verification import kernel_cmdline_entry, verification_entries
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json", "precision_entries",
            "placement_entry", "warmup_rule_entry", "modes_entry"]
@@ -102,7 +103,7 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
         "server": run.server.name, "server_desc": run.server.description,
         "client": run.client.description or run.client.name,
         "same_machine": run.same_machine, "emulated": run.info.emulated,
-        "kernel_cmdline_before": run.server.facts.get("kernel_cmdline") if run.kind == "live" else None,
+        "kernel_cmdline_before": kernel_cmdline_entry(run),
         "date": run.info.date, "date_note": run.info.date_note,
         "versions": _versions(run), "source": run.info.source,
         "client_command": commands[0] if commands else "",
@@ -134,17 +135,11 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     step = definition.name
     rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
     rows = sorted(rows.to_dict("records"), key=lambda r: path.sort_key(step, r["variant"], run.context))
-    verification = {}
-    for v in run.verifications:
-        if v.step == step:
-            verification[v.name] = {"host": v.host, "command": v.command,
-                                    "output": v.output.read_text(encoding="utf-8", errors="replace"),
-                                    "source": v.source}
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
         "commands": commands_as_run(run, definition),
-        "verification": verification,
+        "verification": verification_entries(run, step),
         "verification_commands": definition.verify_commands(run.context),
         "skipped": [s.to_data() for s in run.skipped if s.step == step],
         "repetitions_info": run.info.repetitions[step].to_data() if step in run.info.repetitions else None,
