@@ -10,6 +10,8 @@
                                    run the path live on your hosts, record a run, rebuild the site
     tunepath restore [--hosts FILE] return the server to the state saved before the first change
     tunepath compare RUN_A RUN_B   two recorded runs side by side: ratios per step, differing facts
+    tunepath export --upstream DIR [--run ID] | --check DIR
+                                   the path in Arm's learning-paths layout, figures frozen from one run
     tunepath lab up|down|status    a server and two clients as network namespaces on this machine
                                    (root): real sshd per host, veth NICs; writes lab/hosts.toml;
                                    `up --vm` makes the server a QEMU VM (reboots for real)
@@ -194,6 +196,13 @@ def _cmd_restore(args) -> int:
     return 0
 
 
+def _cmd_export(args) -> int:
+    from tunepath.project import project_dir
+    from tunepath.publish.upstream import command
+
+    return command(project_dir(), args.upstream, args.check, args.run)
+
+
 def _cmd_lab(args) -> int:
     from tunepath.lab.command import lab_command
 
@@ -236,6 +245,17 @@ def _add_run(sub) -> None:
     sp.add_argument("--check-options", action="store_true",
                     help="only check the options (and load the inventory); connect to nothing, write nothing")
     sp.set_defaults(func=_cmd_run)
+
+
+def _add_export(sub) -> None:
+    sp = sub.add_parser("export", help="write the path in the layout of Arm's learning-paths repository, "
+                                       "or check such a directory against that repository's rules")
+    to = sp.add_mutually_exclusive_group(required=True)
+    to.add_argument("--upstream", metavar="DIR", help="a checkout of ArmDeveloperEcosystem/arm-learning-paths "
+                    "(or a new directory); needs a build (tunepath build) first")
+    to.add_argument("--check", metavar="DIR", help="check an exported path (its directory, or DIR of --upstream)")
+    sp.add_argument("--run", metavar="ID", help="freeze the figures of this run (default: each step's primary run)")
+    sp.set_defaults(func=_cmd_export)
 
 
 def _add_lab(sub) -> None:
@@ -315,6 +335,7 @@ def make_parser() -> argparse.ArgumentParser:
                          "change is put back, but only a boot applies it), and check them afterwards")
     sp.set_defaults(func=_cmd_restore)
 
+    _add_export(sub)
     _add_lab(sub)
     return p
 

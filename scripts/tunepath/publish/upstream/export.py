@@ -1,0 +1,146 @@
+"""``tunepath export --upstream DIR``: the learning path in the layout of Arm's learning-paths
+repository, ``DIR/content/learning-paths/servers-and-cloud-computing/<slug>/``: ``_index.md``,
+one page per step in the registry's order (``weight`` 2, 3, …), ``_next-steps.md``, and the
+charts of the chosen run beside the pages. Figures are frozen from the built data
+(``data/``, ``static/charts/``), one run per step (``freeze.py``).
+
+The path is written into a staging directory, checked against the repository's rules
+(``check.py``) and only then moved into place: a failed export leaves DIR as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tunepath.errors import TunepathError
+from tunepath.publish.upstream import rules
+from tunepath.publish.upstream.check import check_path, find_path, front_matter
+from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
+
+__all__ = ["ExportResult", "export_upstream", "page_file"]
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path                # the learning path's directory under DIR
+    pages: int
+    images: int
+    notes: tuple[str, ...]    # steps that do not have the chosen run, and what they show instead
+
+
+def page_file(step: str) -> str:
+    """The file name of a step's page upstream: the same slug as on this site, so links between
+    pages (``../connectors/``) keep working."""
+    return f"{step}.md"
+
+
+def _commit(project: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(project), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=20, check=True)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _provenance(frozen: Frozen, commit: str) -> str:
+    runs = "; ".join(f"run {r['run_id']} (server {r.get('server') or 'not recorded'}, "
+                     f"date {r.get('date') or 'not recorded'})" for r in frozen.runs)
+    return f"<!-- tunepath export: figures from {runs or 'no run (this page has no figures)'}; tunepath commit {commit} -->"
+
+
+def _page(meta: dict, frozen: Frozen, commit: str) -> str:
+    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{head}---\n\n{_provenance(frozen, commit)}\n\n{frozen.text.strip()}\n"
+
+
+def _sources(lp: Path) -> tuple[dict, str, dict[str, tuple[dict, str]]]:
+    """Our _index.md (front matter, body) and every step page, by step name."""
+    index_meta, index_body = front_matter((lp / rules.INDEX_FILE).read_text(encoding="utf-8"))
+    pages: dict[str, tuple[dict, str]] = {}
+    for f in sorted(lp.glob("*.md")):
+        if f.name == rules.INDEX_FILE:
+            continue
+        meta, body = front_matter(f.read_text(encoding="utf-8"))
+        if not meta.get("step"):
+            raise TunepathError(f"{f}: the page names no step (step: … in its front matter)")
+        pages[meta["step"]] = (meta, body)
+    return index_meta, index_body, pages
+
+
+def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[int, int, list[str]]:
+    src = find_path(project)
+    index_meta, index_body, pages = _sources(src)
+    lp_title = index_meta.get("title", "")
+    index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes")
+    frozen = freezer.page(index_body, "", f"{src.name}/{rules.INDEX_FILE}")
+    (staged / rules.INDEX_FILE).write_text(_page(index_meta, frozen, commit), encoding="utf-8")
+    images: dict[str, Path] = dict(frozen.images)
+    notes, weight = [], 1
+    for step in freezer.data.order:
+        name = step["name"]
+        if name not in pages:
+            raise TunepathError(f"step {name!r} has no page in {src} (a page with step: {name})")
+        meta, body = pages[name]
+        weight += 1
+        frozen = freezer.page(body, name, f"{src.name}/{page_file(name)}")
+        chosen = freezer.chosen
+        if chosen and frozen.runs and all(r["run_id"] != chosen for r in frozen.runs):
+            notes.append(f"{name}: run {chosen} has no figures here; shown: "
+                         + ", ".join(r["run_id"] for r in frozen.runs))
+        title = meta.get("title") or step["title"]
+        out = {"title": title,
+               "description": meta.get("description") or f"Step {step['number']} of {lp_title}: {title}.",
+               "weight": weight, "layout": rules.LAYOUT}
+        (staged / page_file(name)).write_text(_page(out, frozen, commit), encoding="utf-8")
+        images.update(frozen.images)
+    nxt = {"title": rules.NEXT_STEPS_TITLE, "weight": weight + 1, "layout": rules.LAYOUT}
+    (staged / rules.NEXT_STEPS_FILE).write_text(
+        "---\n" + yaml.safe_dump(nxt, sort_keys=False) + "---\n", encoding="utf-8")
+    for file_name, source in images.items():
+        shutil.copyfile(source, staged / file_name)
+    return weight + 1, len(images), notes
+
+
+def _ancestor(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+def export_upstream(project: Path, dest: Path, run: str | None = None) -> ExportResult:
+    project, dest = Path(project).resolve(), Path(dest).resolve()
+    if dest.exists() and not dest.is_dir():
+        raise TunepathError(f"--upstream {dest} is a file, not a directory")
+    slug = find_path(project).name
+    target = dest / "content" / "learning-paths" / rules.CATEGORY / slug
+    freezer = Freezer(SiteData.load(project), run)
+    work = Path(tempfile.mkdtemp(prefix=".tunepath-export-", dir=_ancestor(target.parent)))
+    try:
+        staged = work / rules.CATEGORY / slug
+        staged.mkdir(parents=True)
+        pages, images, notes = _write(staged, project, freezer, _commit(project))
+        problems = check_path(staged)
+        if problems:
+            shown = "; ".join(str(p) for p in problems[:12])
+            more = f" (and {len(problems) - 12} more)" if len(problems) > 12 else ""
+            raise TunepathError(f"the export breaks the rules of {rules.REPOSITORY}, nothing written to "
+                                f"{dest}: {shown}{more}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            target.rename(work / "previous")
+        try:
+            staged.rename(target)
+        except OSError:
+            if (work / "previous").exists():
+                (work / "previous").rename(target)
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return ExportResult(target, pages, images, tuple(notes))

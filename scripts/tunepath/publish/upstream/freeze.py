@@ -1,0 +1,264 @@
+"""Freeze a page of this site into plain Markdown for Arm's learning-paths repository: every
+shortcode of ours becomes text, a table, a fenced code block or an image, read from the built
+data (``data/``, ``static/charts/``) of one chosen run; ``notice``, which that repository also
+defines, stays.
+
+``SiteData.load(project)`` reads the build's output once; ``Freezer(data, run).page(body, step)``
+returns the frozen body and the chart files it references.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tunepath.errors import TunepathError
+from tunepath.publish.upstream import rules, tables
+
+__all__ = ["SiteData", "Freezer", "Frozen", "SHORTCODE"]
+
+#: {{< name args >}} or {{% name args %}} (closing forms too)
+SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([A-Za-z][\w-]*)(.*?)\s*[>%]\}\}")
+
+
+@dataclass
+class SiteData:
+    root: Path
+    order: list[dict]                 # data/path.json steps
+    steps: dict[str, dict]            # data/steps/<step>.json
+    summary: dict
+
+    @classmethod
+    def load(cls, project: Path) -> "SiteData":
+        data = Path(project) / "data"
+        path_json = data / "path.json"
+        if not path_json.is_file() or not list((data / "steps").glob("*.json")):
+            raise TunepathError(f"no built data in {data} (data/path.json and data/steps/*.json): "
+                                "run `tunepath build` first, the export reads what it writes")
+        try:
+            steps = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (data / "steps").glob("*.json")}
+            summary_file = data / "summary.json"
+            summary = json.loads(summary_file.read_text(encoding="utf-8")) if summary_file.is_file() else {}
+            order = json.loads(path_json.read_text(encoding="utf-8"))["steps"]
+        except (OSError, ValueError, KeyError) as e:
+            raise TunepathError(f"the built data in {data} is unreadable ({e}): run `tunepath build` again") from e
+        return cls(Path(project), order, steps, summary)
+
+    def runs(self) -> set[str]:
+        ids = {r["run_id"] for d in self.steps.values() for r in d.get("runs") or ()}
+        return ids | {h["run_id"] for h in self.summary.get("hosts") or ()}
+
+
+@dataclass
+class Frozen:
+    text: str
+    images: dict[str, Path] = field(default_factory=dict)    # file name beside the page → source
+    runs: list[dict] = field(default_factory=list)            # the runs whose figures it shows
+
+
+def _args(raw: str) -> tuple[list[str], dict[str, str]]:
+    pos, named = [], {}
+    for token in shlex.split(raw):
+        key, eq, value = token.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][\w-]*", key):
+            named[key] = value
+        else:
+            pos.append(token)
+    return pos, named
+
+
+class Freezer:
+    """Renders our shortcodes from the data of one run per step: ``run`` where the step has it,
+    else the step's primary run; a shortcode's own ``run="…"`` wins."""
+
+    def __init__(self, data: SiteData, run: str | None = None):
+        if run is not None and run not in data.runs():
+            raise TunepathError(f"--run {run}: no step of the built data has that run "
+                                f"(have: {', '.join(sorted(data.runs()))})")
+        self.data, self.chosen = data, run
+        self.titles = {s["name"]: s["title"] for s in data.order}
+
+    def step(self, name: str, where: str) -> dict:
+        if name not in self.data.steps:
+            raise TunepathError(f"{where}: no data/steps/{name}.json: run `tunepath build`")
+        return self.data.steps[name]
+
+    def run_of(self, step: str, where: str, run: str | None = None, has=None) -> dict:
+        """The run a shortcode reads: its own ``run=``; else the chosen run where it has what the
+        shortcode asks for (``has(run)``), else the step's primary run."""
+        d = self.step(step, where)
+        by_id = {r["run_id"]: r for r in d.get("runs") or ()}
+        wanted = [run] if run else [i for i in (self.chosen, d.get("primary_run")) if i in by_id]
+        for i in wanted:
+            if i in by_id and (has is None or has(by_id[i])):
+                return by_id[i]
+        if not wanted or wanted[-1] not in by_id:
+            raise TunepathError(f"{where}: step {step!r} has no run {(run or d.get('primary_run'))!r} "
+                                f"(have: {', '.join(by_id)})")
+        return by_id[wanted[-1]]
+
+    def page(self, body: str, step: str, where: str) -> Frozen:
+        out = Frozen("")
+        parts, pos = [], 0
+        for m in SHORTCODE.finditer(body):
+            parts.append(body[pos:m.start()])
+            pos = m.end()
+            name = m.group(3)
+            if name in rules.SHORTCODES:
+                parts.append(m.group(0))
+                continue
+            pos_args, named = _args(m.group(4))
+            named.setdefault("step", step)
+            parts.append(self.render(name, pos_args, named, out, f"{where}: {{{{< {name} >}}}}"))
+        parts.append(body[pos:])
+        out.text = re.sub(r"\n{3,}", "\n\n", "".join(parts))
+        return out
+
+    def render(self, name: str, pos: list[str], a: dict[str, str], out: Frozen, where: str) -> str:
+        simple = {"value": self._value, "commands": self._commands, "verification": self._verification,
+                  "kernel-cmdline": self._cmdline, "notebook": self._notebook, "placement": self._placement,
+                  "results": self._results, "charts": self._charts, "chart": self._charts,
+                  "precision": self._precision, "latency-corrections": self._latency,
+                  "sweep": self._sweep, "jvm-modes": self._modes, "historical": self._historical,
+                  "summary": self._summary, "compare": self._compare}
+        if name not in simple:
+            raise TunepathError(f"{where}: no plain-Markdown rendering for shortcode {name!r} "
+                                "(add one in tunepath/publish/upstream/freeze.py)")
+        return simple[name](a, out, where)
+
+    def _used(self, out: Frozen, run: dict) -> dict:
+        if all(r["run_id"] != run["run_id"] for r in out.runs):
+            out.runs.append(run)
+        return run
+
+    def _run(self, a: dict, out: Frozen, where: str, has=None) -> dict:
+        return self._used(out, self.run_of(a["step"], where, a.get("run"), has))
+
+    def _value(self, a, out, where) -> str:
+        run = self._run(a, out, where, lambda r: _measurement(r, a.get("variant"), a.get("field")))
+        m = next((m for m in run.get("measurements") or () if m["variant"] == a.get("variant")), None)
+        if m is None or a.get("field") not in m.get("display", {}):
+            raise TunepathError(f"{where}: run {run['run_id']} has no {a.get('variant')!r} "
+                                f"figure {a.get('field')!r}")
+        return str(m["display"][a["field"]] or "n/a")
+
+    def _commands(self, a, out, where) -> str:
+        run = self._run(a, out, where, lambda r: a.get("block") in (r.get("commands") or {}))
+        block = (run.get("commands") or {}).get(a.get("block"))
+        if not block:
+            raise TunepathError(f"{where}: run {run['run_id']} has no command block {a.get('block')!r}")
+        head = f"**On the {block.get('host') or 'server'}:**" + (f" {block['title']}" if block.get("title") else "")
+        return f"{head}\n\n```{block.get('lang') or 'bash'}\n{command_text(block)}\n```\n"
+
+    def _verification(self, a, out, where) -> str:
+        run = self._run(a, out, where, lambda r: a.get("name") in (r.get("verification") or {}))
+        v = (run.get("verification") or {}).get(a.get("name"))
+        if v:
+            return (f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
+                    f"The output on {run.get('server')} (run `{run['run_id']}`):\n\n```output\n"
+                    f"{v['output'].rstrip()}\n```\n")
+        cmd = (run.get("verification_commands") or {}).get(a.get("name"))
+        text = cmd.get("command") or cmd.get("text") if isinstance(cmd, dict) else cmd
+        shown = f"```bash\n{text}\n```\n\n" if text else ""
+        return f"{shown}Run `{run['run_id']}` recorded no output of this check."
+
+    def _cmdline(self, a, out, where) -> str:
+        run = self._run(a, out, where)
+        block = (run.get("commands") or {}).get(a.get("block")) or {}
+        after = block.get("kernel_cmdline")
+        if not after:
+            return f"Run `{run['run_id']}` did not reboot the server here, so it recorded no new kernel command line."
+        before = (run.get("kernel_cmdline_before") or "").split()
+        added = [p for p in after.split() if p not in before]
+        removed = [p for p in before if p not in after.split()]
+        text = (f"After the reboot, `cat /proc/cmdline` on {run.get('server')} (run `{run['run_id']}`) showed "
+                + (f"these parameters added: `{' '.join(added)}`" if added else "no parameter added"))
+        return text + (f"; removed: `{' '.join(removed)}`." if removed else ".")
+
+    def _notebook(self, a, out, where) -> str:
+        nb = Path((self.step(a["step"], where).get("notebook") or {}).get("ipynb") or "")
+        return (f"The calculation behind these figures is the notebook `notebooks/{nb.name}` of the "
+                "tunepath project, which recomputes them from the recorded runs.")
+
+    def _placement(self, a, out, where) -> str:
+        run = self._run(a, out, where)
+        return f"{run['placement']['text']} {run['warmup_rule']['text']}"
+
+    def _results(self, a, out, where) -> str:
+        run = self._run(a, out, where)
+        return tables.results(run) + "\n\n" + tables.provenance(run)
+
+    def _charts(self, a, out, where) -> str:
+        d = self.step(a["step"], where)
+        if a.get("id"):
+            charts = [c for c in d.get("charts") or () if c["id"] == a["id"]]
+        else:
+            run = self._run(a, out, where)
+            charts = [c for c in d.get("charts") or () if c.get("run_id") == run["run_id"]]
+        if not charts:
+            raise TunepathError(f"{where}: step {a['step']!r} has no chart {a.get('id') or 'of the chosen run'}")
+        return "\n\n".join(self.image(c, out, where) for c in charts)
+
+    def image(self, chart: dict, out: Frozen, where: str) -> str:
+        src = self.data.root / "static" / chart["src"]
+        if not src.is_file():
+            raise TunepathError(f"{where}: chart file {src} is missing: run `tunepath build`")
+        out.images[src.name] = src
+        caption = (chart.get("caption") or "").replace('"', "'")
+        return f"![{alt_text(chart['alt'])}#center]({src.name}" + (f' "{caption}")' if caption else ")")
+
+    def _precision(self, a, out, where) -> str:
+        return tables.precision(self._run(a, out, where))
+
+    def _latency(self, a, out, where) -> str:
+        return tables.latency(self._run(a, out, where), a.get("variant"))
+
+    def _sweep(self, a, out, where) -> str:
+        return tables.sweep(self._run(a, out, where))
+
+    def _modes(self, a, out, where) -> str:
+        return tables.modes(self._run(a, out, where))
+
+    def _historical(self, a, out, where) -> str:
+        return tables.historical(self.step(a["step"], where).get("historical") or [])
+
+    def _summary(self, a, out, where) -> str:
+        hosts = self.data.summary.get("hosts") or []
+        host = next((h for h in hosts if h["run_id"] == self.chosen), hosts[0] if hosts else None)
+        if host is None:
+            raise TunepathError(f"{where}: data/summary.json has no hosts: run `tunepath build`")
+        self._used(out, host)
+        charts = "\n\n".join(self.image(c, out, where) for c in host.get("charts") or ())
+        return tables.summary_host(host, self.titles) + ("\n\n" + charts if charts else "")
+
+    def _compare(self, a, out, where) -> str:
+        pairs = self.step("compare", where).get("pairs") or []
+        pair = next((p for p in pairs if p.get("default")), pairs[0] if pairs else None)
+        if pair is None:
+            raise TunepathError(f"{where}: data/steps/compare.json has no pairs")
+        out.runs += [r for r in (pair["a"], pair["b"]) if r not in out.runs]
+        chart = self.image(pair["chart"], out, where) + "\n\n" if pair.get("chart") else ""
+        return chart + tables.compare_pair(pair, self.titles)
+
+
+def _measurement(run: dict, variant: str | None, field: str | None) -> bool:
+    return any(m["variant"] == variant and field in (m.get("display") or {})
+               for m in run.get("measurements") or ())
+
+
+def command_text(block: dict) -> str:
+    """The command a reader types: the block's reader version where the data has one, else its text."""
+    return block.get("reader") or block["text"]
+
+
+def alt_text(alt: str) -> str:
+    """Alt text the repository's audit accepts (4 to 45 words): the chart's own, or its first
+    sentence when the whole is longer; the figures are in the page's tables."""
+    low, high = rules.ALT_WORDS
+    if len(re.findall(r"[A-Za-z0-9]+", alt)) <= high:
+        return alt.replace("]", ")").replace("[", "(").strip()
+    first = re.split(r"(?<=[.;:])\s", alt, maxsplit=1)[0].rstrip(".;:") + "."
+    return first.replace("]", ")").replace("[", "(")

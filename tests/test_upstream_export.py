@@ -1,0 +1,237 @@
+"""`tunepath export --upstream DIR`: the path in the layout of Arm's learning-paths repository,
+checked against that repository's contributor rules (tunepath/publish/upstream/check.py,
+docs/upstream.md), its figures equal to the data of the chosen run, and a validator that fails
+when a rule is broken."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tunepath import cli
+from tunepath.errors import TunepathError
+from tunepath.publish.upstream import rules
+from tunepath.publish.upstream.check import check_path, front_matter, images, shortcode_names
+from tunepath.publish.upstream.export import export_upstream, page_file
+from tunepath.publish.upstream.freeze import SHORTCODE
+
+SLUG = "tomcat-tuning"
+VALUE = re.compile(r"\{\{<\s*value\s+(.*?)\s*>\}\}")
+
+
+@pytest.fixture(scope="module")
+def project(built_site, tmp_path_factory) -> Path:
+    """The built site's sources and data: content/, data/, static/charts/ (nothing else is read)."""
+    root = tmp_path_factory.mktemp("project")
+    for part in ("content", "data", "static/charts"):
+        shutil.copytree(built_site.site_dir / part, root / part)
+    return root
+
+
+def _steps(project: Path) -> list[dict]:
+    return json.loads((project / "data/path.json").read_text())["steps"]
+
+
+def _data(project: Path, step: str) -> dict:
+    return json.loads((project / "data/steps" / f"{step}.json").read_text())
+
+
+def _second_run(project: Path) -> str:
+    """A run that is not the primary run of most steps: the live run present in most steps."""
+    counts: dict[str, int] = {}
+    for s in _steps(project):
+        f = project / "data/steps" / f"{s['name']}.json"
+        if f.is_file():
+            d = json.loads(f.read_text())
+            for r in d.get("runs") or ():
+                if r["kind"] == "live" and r["run_id"] != d.get("primary_run"):
+                    counts[r["run_id"]] = counts.get(r["run_id"], 0) + 1
+    return max(counts, key=counts.get)
+
+
+@pytest.fixture(scope="module")
+def exported(project, tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("upstream") / "arm-learning-paths"
+    result = export_upstream(project, dest)
+    assert result.path == dest / "content/learning-paths" / rules.CATEGORY / SLUG
+    return result.path
+
+
+def test_export_passes_the_repository_rules(exported, capsys):
+    assert check_path(exported) == []
+    assert cli.main(["export", "--check", str(exported.parents[3])]) == 0
+    assert "passes" in capsys.readouterr().out
+
+
+def test_layout_names_and_weights(exported, project):
+    steps = _steps(project)
+    pages = {p.name for p in exported.glob("*.md")}
+    assert pages == {rules.INDEX_FILE, rules.NEXT_STEPS_FILE} | {page_file(s["name"]) for s in steps}
+    weights = {p: front_matter((exported / p).read_text())[0]["weight"] for p in pages}
+    assert weights[rules.INDEX_FILE] == 1
+    in_order = [weights[page_file(s["name"])] for s in steps]
+    assert in_order == sorted(in_order) and len(set(in_order)) == len(in_order) and in_order[0] == 2
+    assert weights[rules.NEXT_STEPS_FILE] > max(in_order)
+    for p in pages:
+        assert front_matter((exported / p).read_text())[0]["layout"] == rules.LAYOUT
+
+
+def test_index_front_matter_has_every_required_field_from_the_closed_lists(exported):
+    meta, _ = front_matter((exported / rules.INDEX_FILE).read_text())
+    assert set(rules.INDEX_REQUIRED) <= set(meta)
+    assert meta["skilllevels"] in rules.SKILL_LEVELS
+    assert meta["subjects"] in rules.SUBJECTS[rules.CATEGORY]
+    assert set(meta["operatingsystems"]) <= rules.OPERATING_SYSTEMS
+    assert meta["learning_path_main_page"] == "yes"
+
+
+def test_only_the_repository_shortcodes_and_images_beside_the_pages(exported):
+    referenced = set()
+    for page in exported.glob("*.md"):
+        body = page.read_text()
+        assert set(shortcode_names(body)) <= rules.SHORTCODES, page.name
+        for alt, target, _ in images(body):
+            assert "#center" in alt and len(alt.split()) >= 4
+            assert (exported / target).is_file() and "/" not in target
+            referenced.add(target)
+    files = {f.name for f in exported.iterdir() if f.suffix != ".md"}
+    assert files and files == referenced            # every chart referenced, nothing else shipped
+
+
+def test_no_path_of_the_building_machine(exported, project):
+    for f in exported.iterdir():
+        text = f.read_text(errors="replace")
+        assert str(project) not in text and str(project.parent) not in text, f.name
+        assert not rules.MACHINE_PATH.search(text), f.name
+
+
+def _expected_values(project: Path, step: str, run: str | None) -> list[tuple[str, str]]:
+    source = (project / "content/learning-paths" / rules.CATEGORY / SLUG / page_file(step)).read_text()
+    out = []
+    for m in VALUE.finditer(source):
+        a = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        d = _data(project, a.get("step", step))
+        ids = {r["run_id"] for r in d["runs"]}
+        chosen = next((r for r in d["runs"] if r["run_id"] == run and run in ids), None)
+        if a.get("run") or not chosen or not any(x["variant"] == a["variant"] for x in chosen["measurements"]):
+            chosen = next(r for r in d["runs"] if r["run_id"] == (a.get("run") or d["primary_run"]))
+        meas = next(x for x in chosen["measurements"] if x["variant"] == a["variant"])
+        out.append((f"{step}/{a['variant']}/{a['field']}", meas["display"][a["field"]] or "n/a"))
+    return out
+
+
+def _results_rows(body: str) -> dict[str, str]:
+    """Variant label → Requests/s cell of every results table on an exported page."""
+    rows, head = {}, None
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if not cells:
+            head = None
+        elif head is None:
+            head = cells
+        elif "Requests/s" in head and head[0] == "Variant" and not set(cells[0]) <= set("-"):
+            rows[cells[0]] = cells[head.index("Requests/s")]
+    return rows
+
+
+@pytest.mark.parametrize("which", ["primary", "second"])
+def test_every_figure_is_the_chosen_runs(project, tmp_path, which):
+    run = _second_run(project) if which == "second" else None
+    lp = export_upstream(project, tmp_path / "repo", run).path
+    assert check_path(lp) == []
+    for s in _steps(project):
+        body = (lp / page_file(s["name"])).read_text()
+        comment = rules.PROVENANCE.search(body)
+        assert comment, s["name"]
+        for what, figure in _expected_values(project, s["name"], run):
+            assert figure in body, what
+        f = project / "data/steps" / f"{s['name']}.json"
+        if not f.is_file() or not _data(project, s["name"]).get("primary_run"):
+            continue
+        d = _data(project, s["name"])
+        run_id = run if run in {r["run_id"] for r in d["runs"]} else d["primary_run"]
+        assert f"run {run_id} " in comment.group("text")
+        chosen = next(r for r in d["runs"] if r["run_id"] == run_id)
+        rows = _results_rows(body)
+        for m in chosen["measurements"] if "{{< results" in _source(project, s["name"]) else ():
+            label = next(k for k in rows if k.startswith(f"{m['label'] or m['variant']} ("))
+            assert rows[label].split(" ")[0] == m["display"]["requests_per_sec"], (s["name"], label)
+
+
+def _source(project: Path, step: str) -> str:
+    return (project / "content/learning-paths" / rules.CATEGORY / SLUG / page_file(step)).read_text()
+
+
+def _break(lp: Path, page: str, old: str, new: str, count: int = 1) -> None:
+    f = lp / page
+    text = f.read_text()
+    assert old in text, (page, old)
+    f.write_text(text.replace(old, new, count))
+
+
+def _with_image(lp: Path) -> tuple[str, str, str]:
+    for page in sorted(lp.glob("*.md")):
+        found = images(page.read_text())
+        if found:
+            return page.name, found[0][0], found[0][1]
+    raise AssertionError("no image in the export")
+
+
+VIOLATIONS = {
+    "subject of another category": (lambda lp: _break(lp, rules.INDEX_FILE, "subjects: Web", "subjects: Gaming"), "subjects"),
+    "objective read as a mapping": (lambda lp: _break(lp, rules.INDEX_FILE, "- Build a reproducible", "- Build: a reproducible"), "learning_objectives[0]"),
+    "required field missing": (lambda lp: _break(lp, rules.INDEX_FILE, "\nauthor:", "\nwriter:"), "'author'"),
+    "our own shortcode": (lambda lp: _break(lp, "jvm.md", "\n## ", '\n{{< value step="jvm" >}}\n\n## '), "shortcode"),
+    "duplicate weight": (lambda lp: _break(lp, "baseline.md", "weight: 3", "weight: 2"), "weight 2"),
+    "no description": (lambda lp: _break(lp, "numa.md", "\ndescription:", "\nsummary:"), "description"),
+    "machine path": (lambda lp: _break(lp, "setup.md", "\n## ", "\nSee /home/alice/tunepath/.venv/x.\n\n## "), "machine path"),
+    "placeholder alt text": (lambda lp: _break(lp, _with_image(lp)[0], _with_image(lp)[1], "alt text#center"), "alt text"),
+    "image missing": (lambda lp: (lp / _with_image(lp)[2]).unlink(), "missing"),
+    "next steps missing": (lambda lp: (lp / rules.NEXT_STEPS_FILE).unlink(), rules.NEXT_STEPS_FILE),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIOLATIONS))
+def test_a_violation_is_caught(exported, tmp_path, name, capsys):
+    lp = tmp_path / rules.CATEGORY / SLUG
+    shutil.copytree(exported, lp)
+    breaker, expected = VIOLATIONS[name]
+    breaker(lp)
+    problems = [str(p) for p in check_path(lp)]
+    assert any(expected in p for p in problems), problems
+    assert cli.main(["export", "--check", str(lp)]) == 2
+    assert expected in capsys.readouterr().out
+
+
+def test_a_failed_export_leaves_the_directory_as_it_was(project, exported, tmp_path):
+    broken = tmp_path / "project"
+    shutil.copytree(project, broken)
+    dest = tmp_path / "repo"
+    lp = export_upstream(broken, dest).path
+    before = {f.name: f.read_bytes() for f in lp.iterdir()}
+    index = broken / "content/learning-paths" / rules.CATEGORY / SLUG / rules.INDEX_FILE
+    index.write_text(index.read_text().replace("subjects: Web", "subjects: Gaming"))
+    with pytest.raises(TunepathError, match="nothing written"):
+        export_upstream(broken, dest)
+    assert {f.name: f.read_bytes() for f in lp.iterdir()} == before
+    with pytest.raises(TunepathError, match="nothing written"):
+        export_upstream(broken, tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tunepath-export-")]
+
+
+def test_an_unknown_shortcode_or_run_is_an_error_for_people(project, tmp_path):
+    with pytest.raises(TunepathError, match="--run no-such-run"):
+        export_upstream(project, tmp_path / "a", "no-such-run")
+    broken = tmp_path / "project"
+    shutil.copytree(project, broken)
+    page = broken / "content/learning-paths" / rules.CATEGORY / SLUG / "jvm.md"
+    page.write_text(page.read_text() + '\n{{< value step="jvm" variant="no-such-variant" field="requests_per_sec" >}}\n')
+    with pytest.raises(TunepathError, match="no-such-variant"):
+        export_upstream(broken, tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+    assert SHORTCODE.search('{{< value step="jvm" >}}').group(3) == "value"
