@@ -154,29 +154,31 @@ class Freezer:
         return f"{head}\n\n```{block.get('lang') or 'bash'}\n{command_text(block)}\n```\n"
 
     def _verification(self, a, out, where) -> str:
-        run = self._run(a, out, where, lambda r: a.get("name") in (r.get("verification") or {}))
-        v = (run.get("verification") or {}).get(a.get("name"))
-        if v:
-            return (f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
-                    f"The output on {run.get('server')} (run `{run['run_id']}`):\n\n```output\n"
-                    f"{v['output'].rstrip()}\n```\n")
-        cmd = (run.get("verification_commands") or {}).get(a.get("name"))
+        name = a.get("name")
+        if a.get("runs") == "emulated":     # the outputs of the runs on an emulated server only
+            runs = [r for r in self.step(a["step"], where).get("runs") or ()
+                    if r.get("emulated") and name in (r.get("verification") or {})]
+            if not runs:
+                return "No run on an emulated server recorded this output."
+            return "\n\n".join(_output(self._used(out, r), name) for r in runs)
+        run = self._run(a, out, where, lambda r: name in (r.get("verification") or {}))
+        if name in (run.get("verification") or {}):
+            return _output(run, name)
+        cmd = (run.get("verification_commands") or {}).get(name)
         text = cmd.get("command") or cmd.get("text") if isinstance(cmd, dict) else cmd
         shown = f"```bash\n{text}\n```\n\n" if text else ""
         return f"{shown}Run `{run['run_id']}` recorded no output of this check."
 
     def _cmdline(self, a, out, where) -> str:
-        run = self._run(a, out, where)
-        block = (run.get("commands") or {}).get(a.get("block")) or {}
-        after = block.get("kernel_cmdline")
-        if not after:
-            return f"Run `{run['run_id']}` did not reboot the server here, so it recorded no new kernel command line."
-        before = (run.get("kernel_cmdline_before") or "").split()
-        added = [p for p in after.split() if p not in before]
-        removed = [p for p in before if p not in after.split()]
-        text = (f"After the reboot, `cat /proc/cmdline` on {run.get('server')} (run `{run['run_id']}`) showed "
-                + (f"these parameters added: `{' '.join(added)}`" if added else "no parameter added"))
-        return text + (f"; removed: `{' '.join(removed)}`." if removed else ".")
+        """The chosen run's kernel command line after the block's reboot; else every run's that
+        rebooted there (as the site shows them)."""
+        block = a.get("block")
+        rebooted = [r for r in self.step(a["step"], where).get("runs") or ()
+                    if ((r.get("commands") or {}).get(block) or {}).get("kernel_cmdline")]
+        chosen = [r for r in rebooted if r["run_id"] == (a.get("run") or self.chosen)]
+        if not rebooted:
+            return "No run of this step rebooted the server here, so none recorded the new kernel command line."
+        return "\n\n".join(_cmdline_diff(self._used(out, r), block) for r in chosen or rebooted)
 
     def _notebook(self, a, out, where) -> str:
         nb = Path((self.step(a["step"], where).get("notebook") or {}).get("ipynb") or "")
@@ -226,13 +228,16 @@ class Freezer:
         return tables.historical(self.step(a["step"], where).get("historical") or [])
 
     def _summary(self, a, out, where) -> str:
+        """Every host, each labelled with its run, as the site shows them."""
         hosts = self.data.summary.get("hosts") or []
-        host = next((h for h in hosts if h["run_id"] == self.chosen), hosts[0] if hosts else None)
-        if host is None:
+        if not hosts:
             raise TunepathError(f"{where}: data/summary.json has no hosts: run `tunepath build`")
-        self._used(out, host)
-        charts = "\n\n".join(self.image(c, out, where) for c in host.get("charts") or ())
-        return tables.summary_host(host, self.titles) + ("\n\n" + charts if charts else "")
+        parts = []
+        for host in hosts:
+            self._used(out, host)
+            charts = [self.image(c, out, where) for c in host.get("charts") or ()]
+            parts.append("\n\n".join([tables.summary_host(host, self.titles)] + charts))
+        return "\n\n".join(parts)
 
     def _compare(self, a, out, where) -> str:
         pairs = self.step("compare", where).get("pairs") or []
@@ -241,7 +246,29 @@ class Freezer:
             raise TunepathError(f"{where}: data/steps/compare.json has no pairs")
         out.runs += [r for r in (pair["a"], pair["b"]) if r not in out.runs]
         chart = self.image(pair["chart"], out, where) + "\n\n" if pair.get("chart") else ""
-        return chart + tables.compare_pair(pair, self.titles)
+        others = [f"- A `{p['a']['run_id']}` ({p['a']['server']}), B `{p['b']['run_id']}` ({p['b']['server']}): "
+                  f"{p['common']} measurement(s) in common, {p['facts_differ']} fact(s) differ"
+                  for p in pairs if p is not pair]
+        rest = ("\n\nThe other pairs of recorded runs (shown in full on the tunepath site and by "
+                "`tunepath compare RUN_A RUN_B`):\n\n" + "\n".join(others)) if others else ""
+        return chart + tables.compare_pair(pair, self.titles) + rest
+
+
+def _output(run: dict, name: str) -> str:
+    v = run["verification"][name]
+    where = f"{run.get('server')} (run `{run['run_id']}`" + (", an emulated server" if run.get("emulated") else "") + ")"
+    return (f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
+            f"The output on {where}:\n\n```output\n{v['output'].rstrip()}\n```\n")
+
+
+def _cmdline_diff(run: dict, block: str) -> str:
+    after = run["commands"][block]["kernel_cmdline"].split()
+    before = (run.get("kernel_cmdline_before") or "").split()
+    added = [p for p in after if p not in before]
+    removed = [p for p in before if p not in after]
+    text = (f"After the reboot, `cat /proc/cmdline` on {run.get('server')} (run `{run['run_id']}`) showed "
+            + (f"these parameters added: `{' '.join(added)}`" if added else "no parameter added"))
+    return text + (f"; removed: `{' '.join(removed)}`." if removed else ".")
 
 
 def _measurement(run: dict, variant: str | None, field: str | None) -> bool:
