@@ -173,6 +173,12 @@ def _break(lp: Path, page: str, old: str, new: str, count: int = 1) -> None:
     f.write_text(text.replace(old, new, count))
 
 
+def _same_weight(lp: Path, page: str, like: str) -> None:
+    weight = front_matter((lp / like).read_text())[0]["weight"]
+    own = front_matter((lp / page).read_text())[0]["weight"]
+    _break(lp, page, f"\nweight: {own}\n", f"\nweight: {weight}\n")
+
+
 def _with_image(lp: Path) -> tuple[str, str, str]:
     for page in sorted(lp.glob("*.md")):
         found = images(page.read_text())
@@ -182,11 +188,11 @@ def _with_image(lp: Path) -> tuple[str, str, str]:
 
 
 VIOLATIONS = {
-    "subject of another category": (lambda lp: _break(lp, rules.INDEX_FILE, "subjects: Web", "subjects: Gaming"), "subjects"),
-    "objective read as a mapping": (lambda lp: _break(lp, rules.INDEX_FILE, "- Build a reproducible", "- Build: a reproducible"), "learning_objectives[0]"),
+    "subject of another category": (lambda lp: _break(lp, rules.INDEX_FILE, "\nsubjects: ", "\nsubjects: Gaming #"), "subjects"),
+    "objective read as a mapping": (lambda lp: _break(lp, rules.INDEX_FILE, "learning_objectives:\n- ", "learning_objectives:\n- Do: "), "learning_objectives[0]"),
     "required field missing": (lambda lp: _break(lp, rules.INDEX_FILE, "\nauthor:", "\nwriter:"), "'author'"),
     "our own shortcode": (lambda lp: _break(lp, "jvm.md", "\n## ", '\n{{< value step="jvm" >}}\n\n## '), "shortcode"),
-    "duplicate weight": (lambda lp: _break(lp, "baseline.md", "weight: 3", "weight: 2"), "weight 2"),
+    "duplicate weight": (lambda lp: _same_weight(lp, "numa.md", "baseline.md"), "is also the weight of"),
     "no description": (lambda lp: _break(lp, "numa.md", "\ndescription:", "\nsummary:"), "description"),
     "machine path": (lambda lp: _break(lp, "setup.md", "\n## ", "\nSee /home/alice/tunepath/.venv/x.\n\n## "), "machine path"),
     "placeholder alt text": (lambda lp: _break(lp, _with_image(lp)[0], _with_image(lp)[1], "alt text#center"), "alt text"),
@@ -214,7 +220,7 @@ def test_a_failed_export_leaves_the_directory_as_it_was(project, exported, tmp_p
     lp = export_upstream(broken, dest).path
     before = {f.name: f.read_bytes() for f in lp.iterdir()}
     index = broken / "content/learning-paths" / rules.CATEGORY / SLUG / rules.INDEX_FILE
-    index.write_text(index.read_text().replace("subjects: Web", "subjects: Gaming"))
+    index.write_text(index.read_text().replace("\nsubjects: ", "\nsubjects: Gaming #", 1))
     with pytest.raises(TunepathError, match="nothing written"):
         export_upstream(broken, dest)
     assert {f.name: f.read_bytes() for f in lp.iterdir()} == before
@@ -235,3 +241,11 @@ def test_an_unknown_shortcode_or_run_is_an_error_for_people(project, tmp_path):
         export_upstream(broken, tmp_path / "b")
     assert not (tmp_path / "b").exists()
     assert SHORTCODE.search('{{< value step="jvm" >}}').group(3) == "value"
+
+
+def test_without_a_build_the_export_says_to_build_first(project, tmp_path):
+    bare = tmp_path / "project"
+    shutil.copytree(project / "content", bare / "content")
+    with pytest.raises(TunepathError, match="tunepath build"):
+        export_upstream(bare, tmp_path / "repo")
+    assert not (tmp_path / "repo").exists()
