@@ -52,7 +52,8 @@ def _commit(project: Path) -> str:
 def _provenance(frozen: Frozen, commit: str) -> str:
     runs = "; ".join(f"run {r['run_id']} (server {r.get('server') or 'not recorded'}, "
                      f"date {r.get('date') or 'not recorded'})" for r in frozen.runs)
-    return f"<!-- tunepath export: figures from {runs or 'no run (this page has no figures)'}; tunepath commit {commit} -->"
+    text = f"figures from {runs or 'no run (this page has no figures)'}; tunepath commit {commit}"
+    return f"<!-- tunepath export: {text.replace('--', '- -')} -->"      # "--" may not appear in a comment
 
 
 def _page(meta: dict, frozen: Frozen, commit: str) -> str:

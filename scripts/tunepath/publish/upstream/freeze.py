@@ -130,8 +130,11 @@ class Freezer:
         return simple[name](a, out, where)
 
     def _used(self, out: Frozen, run: dict) -> dict:
+        """Record a run the page shows (its full record, with server and date, where a step has it)."""
         if all(r["run_id"] != run["run_id"] for r in out.runs):
-            out.runs.append(run)
+            full = next((r for d in self.data.steps.values() for r in d.get("runs") or ()
+                         if r["run_id"] == run["run_id"]), run)
+            out.runs.append(full)
         return run
 
     def _run(self, a: dict, out: Frozen, where: str, has=None) -> dict:
@@ -244,7 +247,8 @@ class Freezer:
         pair = next((p for p in pairs if p.get("default")), pairs[0] if pairs else None)
         if pair is None:
             raise TunepathError(f"{where}: data/steps/compare.json has no pairs")
-        out.runs += [r for r in (pair["a"], pair["b"]) if r not in out.runs]
+        for r in (pair["a"], pair["b"]):
+            self._used(out, r)
         chart = self.image(pair["chart"], out, where) + "\n\n" if pair.get("chart") else ""
         others = [f"- A `{p['a']['run_id']}` ({p['a']['server']}), B `{p['b']['run_id']}` ({p['b']['server']}): "
                   f"{p['common']} measurement(s) in common, {p['facts_differ']} fact(s) differ"
