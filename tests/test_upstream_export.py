@@ -16,7 +16,7 @@ from tunepath import cli
 from tunepath.errors import TunepathError
 from tunepath.publish.upstream import rules
 from tunepath.publish.upstream.check import check_path, front_matter, images, shortcode_names
-from tunepath.publish.upstream.export import export_upstream, page_file
+from tunepath.publish.upstream.export import OVERVIEW_FILE, export_upstream, page_file
 from tunepath.publish.upstream.freeze import SHORTCODE
 
 SLUG = "tomcat-tuning"
@@ -70,23 +70,29 @@ def test_export_passes_the_repository_rules(exported, capsys):
 def test_layout_names_and_weights(exported, project):
     steps = _steps(project)
     pages = {p.name for p in exported.glob("*.md")}
-    assert pages == {rules.INDEX_FILE, rules.NEXT_STEPS_FILE} | {page_file(s["name"]) for s in steps}
+    assert pages == {rules.INDEX_FILE, OVERVIEW_FILE, rules.NEXT_STEPS_FILE} | {page_file(s["name"]) for s in steps}
     weights = {p: front_matter((exported / p).read_text())[0]["weight"] for p in pages}
-    assert weights[rules.INDEX_FILE] == 1
+    assert weights[rules.INDEX_FILE] == 1 and weights[OVERVIEW_FILE] == 2
     in_order = [weights[page_file(s["name"])] for s in steps]
-    assert in_order == sorted(in_order) and len(set(in_order)) == len(in_order) and in_order[0] == 2
+    assert in_order == sorted(in_order) and len(set(in_order)) == len(in_order) and in_order[0] == 3
     assert weights[rules.NEXT_STEPS_FILE] > max(in_order)
     for p in pages:
         assert front_matter((exported / p).read_text())[0]["layout"] == rules.LAYOUT
 
 
-def test_index_front_matter_has_every_required_field_from_the_closed_lists(exported):
+def test_index_front_matter_has_every_required_field_from_the_closed_lists(exported, project):
     meta, _ = front_matter((exported / rules.INDEX_FILE).read_text())
     assert set(rules.INDEX_REQUIRED) <= set(meta)
     assert meta["skilllevels"] in rules.SKILL_LEVELS
     assert meta["subjects"] in rules.SUBJECTS[rules.CATEGORY]
     assert set(meta["operatingsystems"]) <= rules.OPERATING_SYSTEMS
     assert meta["learning_path_main_page"] == "yes"
+    # the theme shows no _index.md body: ours is the overview page, heading for heading
+    ours = front_matter((project / "content/learning-paths" / rules.CATEGORY / SLUG / rules.INDEX_FILE).read_text())[1]
+    overview = front_matter((exported / OVERVIEW_FILE).read_text())[1]
+    headings = re.findall(r"^#+ .+$", ours, re.M)
+    assert headings and headings == re.findall(r"^#+ .+$", overview, re.M)
+    assert not re.sub(r"<!--.*?-->", "", front_matter((exported / rules.INDEX_FILE).read_text())[1]).strip()
 
 
 def test_only_the_repository_shortcodes_and_images_beside_the_pages(exported):
@@ -197,6 +203,7 @@ VIOLATIONS = {
     "machine path": (lambda lp: _break(lp, "setup.md", "\n## ", "\nSee /home/alice/tunepath/.venv/x.\n\n## "), "machine path"),
     "placeholder alt text": (lambda lp: _break(lp, _with_image(lp)[0], _with_image(lp)[1], "alt text#center"), "alt text"),
     "image missing": (lambda lp: (lp / _with_image(lp)[2]).unlink(), "missing"),
+    "a body in _index.md": (lambda lp: (lp / rules.INDEX_FILE).write_text((lp / rules.INDEX_FILE).read_text() + "\n## Lost\n\nText.\n"), "body"),
     "next steps missing": (lambda lp: (lp / rules.NEXT_STEPS_FILE).unlink(), rules.NEXT_STEPS_FILE),
 }
 

@@ -101,6 +101,9 @@ def check_path(lp: Path) -> list[Problem]:
             continue
         parsed[name] = meta
         problems += _check_body(lp, name, body)
+        if name == rules.INDEX_FILE and re.sub(r"<!--.*?-->", "", body, flags=re.S).strip():
+            problems.append(Problem(name, "has a body, which the repository's theme does not show: "
+                                          "move it to a page of its own"))
     if rules.INDEX_FILE in parsed:
         problems += _check_index(parsed[rules.INDEX_FILE])
     problems += _check_pages(parsed)

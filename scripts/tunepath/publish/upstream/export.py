@@ -1,6 +1,7 @@
 """``tunepath export --upstream DIR``: the learning path in the layout of Arm's learning-paths
-repository, ``DIR/content/learning-paths/servers-and-cloud-computing/<slug>/``: ``_index.md``,
-one page per step in the registry's order (``weight`` 2, 3, …), ``_next-steps.md``, and the
+repository, ``DIR/content/learning-paths/servers-and-cloud-computing/<slug>/``: ``_index.md``
+(front matter only), ``overview.md`` (our _index.md's body, ``weight`` 2), one page per step in
+the registry's order (``weight`` 3, 4, …), ``_next-steps.md``, and the
 charts of the chosen run beside the pages. Figures are frozen from the built data
 (``data/``, ``static/charts/``), one run per step (``freeze.py``).
 
@@ -23,7 +24,12 @@ from tunepath.publish.upstream import rules
 from tunepath.publish.upstream.check import check_path, find_path, front_matter
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
 
-__all__ = ["ExportResult", "export_upstream", "page_file"]
+__all__ = ["ExportResult", "export_upstream", "page_file", "OVERVIEW_FILE"]
+
+#: The body of our _index.md, as the path's first page (the theme renders no _index.md body).
+OVERVIEW_FILE = "overview.md"
+OVERVIEW_TITLE = "Overview: the steps, the recorded runs and how to read the figures"
+OVERVIEW_DESCRIPTION = "What each step changes, how the figures are recorded and how far to trust them, in"
 
 
 @dataclass(frozen=True)
@@ -80,10 +86,14 @@ def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[
     index_meta, index_body, pages = _sources(src)
     lp_title = index_meta.get("title", "")
     index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes")
+    # the repository's theme shows only the front matter of _index.md: its body becomes a page
+    (staged / rules.INDEX_FILE).write_text(_page(index_meta, Frozen(""), commit), encoding="utf-8")
     frozen = freezer.page(index_body, "", f"{src.name}/{rules.INDEX_FILE}")
-    (staged / rules.INDEX_FILE).write_text(_page(index_meta, frozen, commit), encoding="utf-8")
+    overview = {"title": OVERVIEW_TITLE, "description": f"{OVERVIEW_DESCRIPTION} {lp_title}.",
+                "weight": 2, "layout": rules.LAYOUT}
+    (staged / OVERVIEW_FILE).write_text(_page(overview, frozen, commit), encoding="utf-8")
     images: dict[str, Path] = dict(frozen.images)
-    notes, weight = [], 1
+    notes, weight = [], 2
     for step in freezer.data.order:
         name = step["name"]
         if name not in pages:
