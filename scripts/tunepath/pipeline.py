@@ -252,18 +252,18 @@ def notebook_links(name: str) -> dict:
     return {"ipynb": f"notebooks/{notebook}", "html": f"notebooks/{notebook.removesuffix('.ipynb')}.html"}
 
 
-def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = "replay") -> Path | None:
-    """Write the step's Hugo data (under ``site_dir``; None: the project); returns the file written.
+def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = "replay") -> None:
+    """Write the step's Hugo data (under ``site_dir``; None: the project) and say which file, relative
+    to the site (the executed notebook is published: no path of the building machine belongs in it).
     In live mode nothing is written: the site is rebuilt from every run, and this says how."""
     if mode == "live":
         print(_rebuild_note(result))
-        return None
+        return
     definition = result.definition
     historical = Path(result.runs[0].path).parent / "historical" if result.runs else None
     doc = definition.document(result, [c.to_dict() for c in charts], notebook_links(result.step), historical)
-    path = Path(site_dir if site_dir is not None else project_dir()) / definition.data_file
-    write_json(path, doc)
-    return path
+    write_json(Path(site_dir if site_dir is not None else project_dir()) / definition.data_file, doc)
+    print(f"wrote {definition.data_file} for Hugo")
 
 
 def _rebuild_note(result: StepResult) -> str:

@@ -97,6 +97,7 @@ def render_html(notebook: Path, title: str) -> Path:
             "td,th{border:1px solid #ccd;padding:.2rem .5rem}.jp-InputPrompt,.jp-OutputPrompt{display:none}"
             # a wide frame scrolls inside its output, never the page (tunepath.publish.frame_display)
             ".jp-OutputArea-output,.frame-scroll{overflow-x:auto;max-width:100%}"
+            ".frame-scroll td,.frame-scroll th{white-space:nowrap}"
             "</style></head><body>\n"
             f"<p><a href=\"../\">← back to the site</a> · executed notebook: <code>{notebook.name}</code> "
             f"(<a href=\"{notebook.name}\">download .ipynb</a>)</p>\n{body}\n</body></html>\n")
