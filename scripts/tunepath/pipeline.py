@@ -34,6 +34,7 @@ from tunepath.errors import TunepathError
 from tunepath.evidence.store import Run, RunStore
 from tunepath.evidence.supersede import check_superseding
 from tunepath.publish.charts import Chart
+from tunepath.publish.frame_display import install as _show_frames_for_readers
 from tunepath.memo import shared
 from tunepath.project import project_dir
 from tunepath.publish.hugo_data import write_json
@@ -89,6 +90,7 @@ def step(name: str, mode: str = "replay", runs_dir=None, run_ids=None, hosts_fil
     objective the rate sweep's capacity is read at (default p99 ≤ 10 ms). The live settings are
     those of :mod:`tunepath.settings`."""
     _short_errors()
+    _show_frames_for_readers()
     check_mode(mode)
     definition = REGISTRY.get(name)
     runs_dir = Path(runs_dir) if runs_dir is not None else project_dir() / "runs"
@@ -190,10 +192,11 @@ def replay_step(name: str, runs_dir, run_ids=None, mode: str = "replay", allow_e
 
 
 def table(result: StepResult) -> pd.DataFrame:
-    """A compact view for the notebook's readers: medians over the repetitions (n), the 95 %
-    interval and coefficient of variation of throughput, server CPU per request, and flags."""
+    """A compact view for the notebook's readers: medians over the repetitions (n), the interval of
+    throughput with the confidence it reaches (``interval_level``, a fraction), its coefficient of variation,
+    server CPU per request, and flags."""
     cols = ["run_id", "server", "step", "variant", "tool", "n", "requests_per_sec", "rps_low", "rps_high",
-            "rps_cv", "server_cpu_us_per_req", "speedup_vs_stock", "change_vs_previous_pct", "vs_step_first",
+            "interval_level", "rps_cv", "server_cpu_us_per_req", "speedup_vs_stock", "change_vs_previous_pct", "vs_step_first",
             "vs_first_significant", "latency_avg_ms", "p99_ms", "errors", "non_2xx_3xx"]
     out = result.frame[cols].copy()
     out["flags"] = [", ".join(sorted({f.code for f in fl})) for fl in result.frame["flags"]]
@@ -249,18 +252,18 @@ def notebook_links(name: str) -> dict:
     return {"ipynb": f"notebooks/{notebook}", "html": f"notebooks/{notebook.removesuffix('.ipynb')}.html"}
 
 
-def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = "replay") -> Path | None:
-    """Write the step's Hugo data (under ``site_dir``; None: the project); returns the file written.
+def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = "replay") -> None:
+    """Write the step's Hugo data (under ``site_dir``; None: the project) and say which file, relative
+    to the site (the executed notebook is published: no path of the building machine belongs in it).
     In live mode nothing is written: the site is rebuilt from every run, and this says how."""
     if mode == "live":
         print(_rebuild_note(result))
-        return None
+        return
     definition = result.definition
     historical = Path(result.runs[0].path).parent / "historical" if result.runs else None
     doc = definition.document(result, [c.to_dict() for c in charts], notebook_links(result.step), historical)
-    path = Path(site_dir if site_dir is not None else project_dir()) / definition.data_file
-    write_json(path, doc)
-    return path
+    write_json(Path(site_dir if site_dir is not None else project_dir()) / definition.data_file, doc)
+    print(f"wrote {definition.data_file} for Hugo")
 
 
 def _rebuild_note(result: StepResult) -> str:

@@ -93,8 +93,11 @@ def render_html(notebook: Path, title: str) -> Path:
             "<link rel=\"icon\" href=\"../favicon.svg\">"
             "<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
             "line-height:1.5}pre{overflow-x:auto;background:#f5f7f8;padding:.6rem}"
-            "img,svg{max-width:100%;height:auto}table{border-collapse:collapse}"
+            "img,svg{max-width:100%;height:auto}table{border-collapse:collapse;font-size:.85rem}"
             "td,th{border:1px solid #ccd;padding:.2rem .5rem}.jp-InputPrompt,.jp-OutputPrompt{display:none}"
+            # a wide frame scrolls inside its output, never the page (tunepath.publish.frame_display)
+            ".jp-OutputArea-output,.frame-scroll{overflow-x:auto;max-width:100%}"
+            ".frame-scroll td,.frame-scroll th{white-space:nowrap}"
             "</style></head><body>\n"
             f"<p><a href=\"../\">← back to the site</a> · executed notebook: <code>{notebook.name}</code> "
             f"(<a href=\"{notebook.name}\">download .ipynb</a>)</p>\n{body}\n</body></html>\n")
