@@ -222,13 +222,81 @@ def test_no_skip_reason_repeats_within_a_run(built_site):
 @pytest.mark.site
 def test_each_sources_hardware_is_said_once_and_no_internal_words(built_site):
     for name in PAGES:
-        html = built_site.page(name).read_text(encoding="utf-8")
-        assert not re.search(r"seed[ -]0\d\d", html), f"{name}: an internal seed number"
-        assert "in the file)" not in html, name
-        soup = BeautifulSoup(html, "html.parser")
+        soup = BeautifulSoup(built_site.page(name).read_text(encoding="utf-8"), "html.parser")
+        shown = soup.get_text(" ") + " ".join(t.get("aria-label", "") for t in soup.find_all(attrs={"aria-label": True}))
+        assert not re.search(r"seed[ -]0\d\d", shown), f"{name}: an internal seed number a reader sees"
+        assert "in the file)" not in shown, name
         for section in soup.select("section.historical"):
             text = section.get_text(" ")
             described = [h.get_text(" ") for h in section.select(".historical-hardware, .historical-hardware-list li")]
             for desc in described:
                 body = desc.split(": ", 1)[-1].strip()[:80]
                 assert text.count(body) == 1, f"{name}: hardware said more than once: {body}"
+
+
+@pytest.fixture(scope="module")
+def injected_site(built_site, tmp_path_factory):
+    """The built site's sources with step data the recorded pages do not show: the superseded
+    loopback run's checks (the IOMMU change skipped, version.sh on another JVM) in place of the lab
+    run's, a check no run recorded, and a run that skipped twelve rates for one reason; rebuilt
+    with Hugo."""
+    import shutil
+
+    from tunepath.publish.build import run_hugo
+
+    site = tmp_path_factory.mktemp("injected") / "site"
+    shutil.copytree(built_site.site_dir, site, ignore=shutil.ignore_patterns("public", "build"))
+    steps = site / "data" / "steps"
+    old = STORE.load(LOOPBACK)
+    for step in ("baseline", "setup"):
+        doc = json.loads((steps / f"{step}.json").read_text())
+        run = next(r for r in doc["runs"] if r["run_id"] == LAB)
+        run["verification"] = verification_entries(old, step)
+        (steps / f"{step}.json").write_text(json.dumps(doc))
+    doc = json.loads((steps / "nic-queues.json").read_text())
+    for run in doc["runs"]:                               # a check no run recorded
+        run["verification"].pop("ethtool-l", None)
+    (steps / "nic-queues.json").write_text(json.dumps(doc))
+    doc = json.loads((steps / "rate-sweep.json").read_text())
+    fake = dict(next(r for r in doc["runs"] if r["run_id"] == LAB), run_id="live-skipped-rates", measurements=[])
+    fake["skipped"] = [{"variant": f"rate-{k}", "reason": "a rate sweep needs wrk2"} for k in range(2000, 24001, 2000)]
+    doc["runs"].append(fake)
+    (steps / "rate-sweep.json").write_text(json.dumps(doc))
+    public = site / "public"
+    run_hugo(site, public)
+    return public / "learning-paths/servers-and-cloud-computing/tomcat-tuning"
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.mark.site
+def test_an_output_recorded_without_the_change_is_labelled_on_the_page(injected_site):
+    soup = _soup(injected_site / "baseline" / "index.html")
+    block = soup.select_one(f'div.verification[data-name="dmesg-iommu"] div.verification-run[data-run="{LAB}"]')
+    condition = block.select_one("p.verification-condition").get_text(" ", strip=True)
+    assert "Align the IOMMU" in condition and "skipped" in condition and "will not reboot itself" in condition
+    assert "lazy mode" in block.select_one("pre.output").get_text()
+    setup = _soup(injected_site / "setup" / "index.html")
+    block = setup.select_one(f'div.verification[data-name="tomcat-version"] div.verification-run[data-run="{LAB}"]')
+    assert "Java 17.0.15" in block.get_text() and "Java 25.0.2" in block.get_text()
+
+
+@pytest.mark.site
+def test_twelve_rates_skipped_for_one_reason_say_it_once(injected_site):
+    soup = _soup(injected_site / "rate-sweep" / "index.html")
+    run = soup.select_one('section.run[data-run="live-skipped-rates"]')
+    assert len(run.select(".skip-reason")) == 1
+    assert run.get_text(" ").count("a rate sweep needs wrk2") == 1
+    assert "12 variants" in run.select_one("ul.skipped-groups").get_text(" ")
+    assert "rate-2000" in run.get_text() and "rate-24000" in run.get_text()
+
+
+@pytest.mark.site
+def test_a_check_no_run_recorded_shows_its_command_then_where_the_output_is_missing(injected_site):
+    soup = _soup(injected_site / "nic-queues" / "index.html")
+    block = soup.select_one('div.verification[data-name="ethtool-l"]')
+    children = [c for c in block.find_all(recursive=False)]
+    assert [c.get("class")[0] for c in children] == ["verification-command", "verification-missing"]
+    assert children[1].get_text(" ", strip=True).startswith("Output: not recorded")
