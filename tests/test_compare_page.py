@@ -180,10 +180,10 @@ def test_the_page_opens_the_default_pair_and_marks_a_tool_difference(page):
     assert 'data-fact="client.cpu_model"' not in part and re.search(r"Recorded by neither run: [^<]*client: CPU, ", part)
     assert "different tools: wrk (A) ≠ wrk2 (B)" in part and "2 measured with different tools" in part
     tool = re.search(r'<tr class="differs" data-fact="context.tool"[^>]*><th scope="row">load generator</th>'
-                     r'<td>([^<]+)</td><td>([^<]+)</td>', part)
+                     r'<td data-side="A: wrk">([^<]+)</td><td data-side="B: wrk2">([^<]+)</td>', part)
     assert tool and tool.groups() == ("wrk (closed loop)", "wrk2 (open loop)")
     assert '<tr class="differs" data-fact="context.rate" data-state="differs"><th scope="row">offered rate' \
-           '</th><td>closed loop (no offered rate)</td>' in part
+           '</th><td data-side="A: wrk">closed loop (no offered rate)</td>' in part
 
 
 def test_pairs_with_nothing_in_common_are_listed_not_expanded(page):

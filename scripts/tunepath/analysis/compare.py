@@ -117,9 +117,9 @@ def _warmup(c: HostContext) -> str:
 
 
 LOAD_ROWS = (("tool", "load generator", _tool), ("load_generator", "load generator binary", lambda c: c.load_generator),
-             ("rate", "offered rate", _offered), ("threads", "load threads (-t)", lambda c: f"{c.threads:,}"),
-             ("connections", "connections (-c)", lambda c: f"{c.connections:,}"),
-             ("duration_s", "duration of each load run (-d)", lambda c: f"{c.duration_s:,} s"),
+             ("rate", "offered rate", _offered), ("threads", "load-generator threads", lambda c: f"{c.threads:,}"),
+             ("connections", "connections", lambda c: f"{c.connections:,}"),
+             ("duration_s", "duration of each load run", lambda c: f"{c.duration_s:,} s"),
              ("warmup_s", "warm-up before each measurement", _warmup))
 
 
