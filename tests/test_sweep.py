@@ -49,9 +49,12 @@ def test_reference_sweep_capacity():
     assert [p.offered_rate for p in cap.points] == [2000, 5000, 8000, 11000, 14000, 17000, 20000,
                                                      25000, 30000, 40000]
     assert cap.meets == [True, True, True, False, True, False, True, True, False, False]
+    assert (cap.conservative_rate, cap.optimistic_rate, cap.missed_below) == (8000, 25000, [11000, 17000])
     text = cap.sentence()
     for needle in ("p99 ≤ 10 ms", "25,000 req/s", "11,000", "17,000", "repeat", "37,058", "40,000"):
         assert needle in text
+    assert text.startswith("At p99 ≤ 10 ms the conservative capacity is 8,000 req/s offered")   # first, not 25,000
+    assert "They differ because 11,000 and 17,000 req/s missed the objective although 25,000 req/s met it" in text
 
 
 def test_reference_sweep_points_have_normalised_keys():
@@ -89,7 +92,9 @@ def test_unsorted_input_is_sorted_and_monotone_sweep():
     cap = capacity([pt(3000, 2990, 12.0), pt(1000, 1000, 2.0), pt(2000, 1999, 4.0)], slo_ms=5)
     assert [p.offered_rate for p in cap.points] == [1000, 2000, 3000]
     assert (cap.capacity_rate, cap.sustained_rate, cap.first_violation, cap.suspect) == (2000, 2000, 3000, [])
-    assert "The next rate tried, 3,000 req/s, missed it (p99 12 ms)" in cap.sentence()
+    assert (cap.conservative_rate, cap.optimistic_rate, cap.missed_below) == (2000, 2000, [])
+    assert "the next rate tried, 3,000 req/s, missed it (p99 12 ms)" in cap.sentence()
+    assert "conservative" not in cap.sentence() and "differ" not in cap.sentence()   # one figure: nothing to set apart
 
 
 def test_every_point_meets():
@@ -115,7 +120,31 @@ def test_missing_or_nan_percentile_fails():
     cap = capacity([pt(1000, 1000, None), pt(2000, 2000, math.nan), pt(3000, 3000, 3.0)], slo_ms=5)
     assert cap.meets == [False, False, True]
     assert cap.suspect == [1000, 2000] and cap.sustained_rate is None
-    assert "so no rate met it without exception" in cap.sentence()
+    assert "there is no conservative capacity: the lowest rate tried, 1,000 req/s, already missed it" in cap.sentence()
+
+
+# --- the conservative and the optimistic capacity -------------------------------------------------
+@pytest.mark.parametrize("pattern, conservative, optimistic, missed", [
+    ("MMMM", 4000, 4000, []),             # M: met; x: p99 missed; s: served less than 95 % (rates 1,000, 2,000, …)
+    ("MMxx", 2000, 2000, []),
+    ("MxMx", 1000, 3000, [2000]),
+    ("MsM", 1000, 3000, [2000]),           # a miss on throughput alone counts as a miss
+    ("MMxMxMx", 2000, 6000, [3000, 5000]),  # non-monotone: two misses below the optimistic figure
+    ("xMMx", None, 3000, [1000]),          # the lowest rate missed: no conservative figure
+    ("xxxx", None, None, []),
+])
+def test_conservative_and_optimistic_capacity(pattern, conservative, optimistic, missed):
+    points = [pt(1000 * (i + 1), 1000 * (i + 1) * (0.9 if c == "s" else 1.0), 20.0 if c == "x" else 2.0)
+              for i, c in enumerate(pattern)]
+    cap = capacity(points, slo_ms=10)
+    assert (cap.conservative_rate, cap.optimistic_rate, cap.missed_below) == (conservative, optimistic, missed)
+    text = cap.sentence()
+    if missed:                                                    # the reason they differ: which rates missed
+        assert f"They differ because {' and '.join(f'{m:,}' for m in missed)} req/s missed the objective" in text
+        if conservative:
+            assert text.index(f"conservative capacity is {conservative:,} req/s") < text.index(f"{optimistic:,} req/s")
+    else:
+        assert "differ" not in text
 
 
 def test_other_percentile_and_key_forms():
@@ -187,9 +216,63 @@ def test_capacity_invariants(points, slo):
     if cap.first_violation is not None:
         assert not by_rate[cap.first_violation]
         assert all(by_rate[r] for r in rates if r < cap.first_violation)
+    assert (cap.conservative_rate, cap.optimistic_rate, cap.missed_below) == \
+        (cap.sustained_rate, cap.capacity_rate, cap.suspect)
+    if cap.capacity_rate is not None:                             # the two differ exactly where a miss lies below
+        assert (cap.conservative_rate == cap.optimistic_rate) is (not cap.suspect)
     if cap.sustained_rate is not None:
         assert cap.sustained_rate <= cap.capacity_rate
         assert all(by_rate[r] for r in rates if r <= cap.sustained_rate)
     assert all(not by_rate[r] and r < cap.capacity_rate for r in cap.suspect)
     assert cap.max_throughput == max(p.achieved_rate for p in points)
     assert isinstance(cap.sentence(), str) and cap.sentence()
+
+
+# --- the page: the conservative capacity leads, the optimistic one and its reason beside it -------------
+@pytest.fixture(scope="module")
+def sweep_page(tmp_path_factory):
+    from conftest import ROOT
+    from hugosite import hugo
+    from tunepath import pipeline
+
+    result = pipeline.replay_step("rate-sweep", ROOT / "runs")
+    doc = result.definition.document(result, [], {}, None)
+    site = tmp_path_factory.mktemp("sweep") / "site"
+    code, out = hugo(site, {"sweep": '{{< sweep step="rate-sweep" >}}'}, {"rate-sweep": doc})
+    assert code == 0, out
+    html = (site / "public" / "sweep" / "index.html").read_text()
+    parts = re.split(r'(?=<div class="sweep-reading")', html)[1:]
+    return {re.search(r'data-run="([^"]+)"', p).group(1): p for p in parts}, result
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split()).replace(" .", ".").replace(" ,", ",")
+
+
+def test_the_headline_is_the_conservative_capacity_with_the_optimistic_one_and_why(sweep_page):
+    parts, result = sweep_page
+    sandbox = parts["sandbox-wrk2-rate-sweep"]
+    cap = result.definition.capacity(result, result.run("sandbox-wrk2-rate-sweep"))
+    headline = sandbox.split('<div class="sweep-headline">')[1].split("</div>")[0]
+    figure = re.search(r'<strong class="sweep-figure"><span class="reading" data-reading="conservative">([^<]+)</span>'
+                       r' req/s</strong>', headline)
+    assert figure and figure.group(1) == f"{cap.conservative_rate:,.0f}" == "8,000"
+    text = _text(headline)
+    assert text.index("8,000 req/s") < text.index("Optimistic: 25,000 req/s, the highest rate that met it")
+    assert "They differ because 11,000 and 17,000 req/s missed the objective although 25,000 req/s met it" in text
+    assert '<strong class="sweep-figure">' not in sandbox.replace(figure.group(0), "")   # one headline figure
+
+
+def test_every_sweep_figure_has_its_unit_and_nothing_repeats(sweep_page):
+    parts, _ = sweep_page
+    assert len(parts) >= 2
+    for run_id, html in parts.items():
+        for cell in re.findall(r'<td class="num">(.*?)</td>', html):
+            text = _text(cell)
+            assert re.fullmatch(r"(n/a|[\d,.]+ req/s)(, [\d,.]+ (ms|s))?( at [\d,.]+ req/s offered)?", text), \
+                (run_id, text)
+        text = _text(html)
+        assert not re.search(r"\b(\w+) \1\b", text, re.I), (run_id, text)         # no doubled word
+        assert "offered offered" not in text and "req/s req/s" not in text
+        figures = re.findall(r'data-reading="([^"]+)"', html)
+        assert len(figures) == len(set(figures)), (run_id, figures)                  # each reading once

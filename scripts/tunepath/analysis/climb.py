@@ -83,8 +83,9 @@ class Climb:
                     f"(below {self.floor:.0%}): past its capacity")
         tail = points[-self.misses:]
         if len(tail) == self.misses and not any(self.met(p) for p in tail):
-            return (f"p{self.percentile} ≤ {self.slo_ms:g} ms was missed at {self.misses} rates in a row "
-                    f"({', '.join(f'{p.offered_rate:,.0f}' for p in tail)} req/s)")
+            rates = [f"{p.offered_rate:,.0f}" for p in tail]
+            return (f"p{self.percentile} ≤ {self.slo_ms:g} ms was missed at {self.misses} rates in a row when first "
+                    f"measured ({', '.join(rates[:-1])} and {rates[-1]} req/s; repetitions may differ)")
         if len(points) >= self.max_points:
             return f"the sweep reached its {self.max_points} rates"
         return None

@@ -2,7 +2,11 @@
 
 A ratio across runs compares two different set-ups, usually two different machines: it
 says how far apart the results are, never that one change caused the difference. The
-facts that differ are listed beside every comparison for that reason.
+facts that differ are listed beside every comparison for that reason: host facts (a fact
+one run did not record is "unknown", not a difference; Java is compared by its version
+number; of the kernel command line only the parameters the path cares about are shown) and
+load settings (the tool and whether it is open or closed loop; an offered rate only for an
+open-loop tool). Which pair the page opens on: :mod:`tunepath.analysis.pairing`.
 
     doc = compare_document(runs, frame)      # every pair of runs, the default pair first
 """
@@ -12,61 +16,140 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 
 from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
+from tunepath.analysis.pairing import choose_default, host_kind, page_order
 from tunepath.evidence.store import FACT_KEYS, Run
+from tunepath.model.context import HostContext
 
-__all__ = ["pair_document", "compare_document", "fact_rows", "default_pair"]
+__all__ = ["pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
 
 FACT_LABELS = {
     "cpu_model": "CPU", "cpus": "CPUs", "cpus_online": "CPUs online", "numa_nodes": "NUMA nodes",
-    "kernel": "kernel", "kernel_cmdline": "kernel command line", "iommu": "IOMMU", "nic": "NIC",
+    "kernel": "kernel", "kernel_cmdline": "kernel parameters of the path", "iommu": "IOMMU", "nic": "NIC",
     "os": "OS", "java_version": "Java", "tomcat_version": "Tomcat", "load_generator": "load generator",
     "nofile_limit": "open-file limit",
 }
-CONTEXT_KEYS = (("load_generator", "load generator binary"), ("threads", "load threads"),
-                ("connections", "connections"), ("rate", "offered rate (-R)"), ("open_loop", "open loop (wrk2)"),
-                ("duration_s", "measured seconds"), ("warmup_s", "warm-up seconds"))
+SERVER_ONLY_FACTS = frozenset({"tomcat_version", "java_version", "iommu", "kernel_cmdline"})   # host facts
+# the kernel parameters the path sets or reads (IOMMU mode, isolated and tickless CPUs, huge pages, NUMA, CPU
+# count): the rest of a command line (console, init arguments, …) stays in the run record
+PATH_PARAMETERS = ("iommu", "intel_iommu", "amd_iommu", "isolcpus", "nohz", "rcu_nocbs", "irqaffinity", "hugepages",
+                   "hugepagesz", "default_hugepagesz", "transparent_hugepage", "numa", "maxcpus", "nr_cpus")
+TOOL_FACTS = ("name", "version", "binary")
+NOT_RECORDED = "not recorded"
+VERSION = re.compile(r"\d+(?:\.\d+)*")
 
 
 def _show(value) -> str:
     if value is None:
-        return "not recorded"
+        return NOT_RECORDED
     if isinstance(value, dict):
-        return ", ".join(f"{k} {_show(v)}" for k, v in value.items() if v is not None) or "not recorded"
+        return ", ".join(f"{k} {_show(v)}" for k, v in value.items() if v is not None) or NOT_RECORDED
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (list, tuple)):
-        return "; ".join(_show(v) for v in value) or "not recorded"
+        return "; ".join(_show(v) for v in value) or NOT_RECORDED
     return str(value)
 
 
-SERVER_ONLY_FACTS = frozenset({"tomcat_version", "java_version", "iommu", "kernel_cmdline"})   # host facts
+def kernel_parameters(cmdline) -> str | None:
+    """The parameters of a kernel command line that the path cares about (``PATH_PARAMETERS``)."""
+    if not isinstance(cmdline, str):
+        return None if cmdline is None else _show(cmdline)
+    kept = [p for p in cmdline.split() if p.split("=", 1)[0].startswith(PATH_PARAMETERS)]
+    return " ".join(kept) or "none of them set"
 
 
-def fact_rows(a: Run, b: Run) -> list[dict]:
-    """Host facts and load settings of both runs; ``differs`` marks the ones to read first."""
-    rows = [{"group": "setting", "key": "same_machine", "label": "server and client on one machine",
-             "a": _show(a.same_machine), "b": _show(b.same_machine)}]
+@dataclass(frozen=True)
+class FactRow:
+    """One host fact or load setting of both runs. ``state``: "same", "differs", or "unknown"
+    (not recorded by one run or both: not counted as a difference)."""
+
+    group: str          # "setting", "server", "client" or "load"
+    key: str
+    name: str           # the fact's name within its group ("CPU")
+    a: str
+    b: str
+    state: str
+
+    @classmethod
+    def of(cls, group: str, key: str, name: str, a, b, same_key=str) -> "FactRow":
+        shown = [NOT_RECORDED if v is None else v for v in (a, b)]
+        if a is None or b is None:
+            state = "unknown"
+        else:
+            state = "same" if same_key(a) == same_key(b) else "differs"
+        return cls(group, key, name, *shown, state)
+
+    @property
+    def label(self) -> str:
+        return f"{self.group}: {self.name}" if self.group in ("server", "client") else self.name
+
+    def to_data(self) -> dict:
+        return {**asdict(self), "label": self.label, "differs": self.state == "differs",
+                "recorded": self.a != NOT_RECORDED or self.b != NOT_RECORDED}
+
+
+def _java(text: str):
+    found = VERSION.search(text)
+    return found.group(0) if found else text
+
+
+def _tool(c: HostContext) -> str:
+    if c.open_loop:
+        return "wrk2 (open loop)"
+    return f"{c.load_generator.rsplit('/', 1)[-1] or c.load_generator} (closed loop)"
+
+
+def _offered(c: HostContext) -> str:
+    return f"{c.rate:,} req/s" if c.open_loop else "closed loop (no offered rate)"
+
+
+def _warmup(c: HostContext) -> str:
+    if c.steady_state:
+        return f"until steady ({c.warmup_window_s} s windows, at most {c.warmup_s} s)"
+    return f"{c.warmup_s} s" if c.warmup_s else "none"
+
+
+LOAD_ROWS = (("tool", "load generator", _tool), ("load_generator", "load generator binary", lambda c: c.load_generator),
+             ("rate", "offered rate", _offered), ("threads", "load-generator threads", lambda c: f"{c.threads:,}"),
+             ("connections", "connections", lambda c: f"{c.connections:,}"),
+             ("duration_s", "duration of each load run", lambda c: f"{c.duration_s:,} s"),
+             ("warmup_s", "warm-up before each measurement", _warmup))
+
+
+def _host_rows(a: Run, b: Run) -> list[FactRow]:
+    rows = []
     for role in ("server", "client"):
         fa, fb = getattr(a, role).facts, getattr(b, role).facts
         for key in FACT_KEYS:
-            if role == "client" and key in SERVER_ONLY_FACTS:
+            if (role == "client" and key in SERVER_ONLY_FACTS) or (role == "server" and key == "load_generator"):
                 continue
-            if role == "server" and key == "load_generator":
-                continue
-            rows.append({"group": role, "key": f"{role}.{key}", "label": f"{role}: {FACT_LABELS[key]}",
-                         "a": _show(fa.get(key)), "b": _show(fb.get(key))})
-    ca, cb = a.context.to_dict(), b.context.to_dict()
-    for key, label in CONTEXT_KEYS:
-        rows.append({"group": "load", "key": f"context.{key}", "label": label,
-                     "a": _show(ca.get(key)), "b": _show(cb.get(key))})
-    for r in rows:
-        r["differs"] = r["a"] != r["b"]
+            va, vb = fa.get(key), fb.get(key)
+            if key == "kernel_cmdline":
+                va, vb = kernel_parameters(va), kernel_parameters(vb)
+            elif key == "load_generator":       # the tool, not its build's provenance (that stays in the record)
+                va, vb = (({k: v[k] for k in TOOL_FACTS if k in v} or v) if isinstance(v, dict) else v for v in (va, vb))
+            shown = [None if v is None else _show(v) for v in (va, vb)]
+            rows.append(FactRow.of(role, f"{role}.{key}", FACT_LABELS[key], *shown,
+                                   _java if key == "java_version" else str))
     return rows
+
+
+def fact_rows(a: Run, b: Run) -> list[dict]:
+    """Host facts and load settings of both runs; ``differs`` marks the ones to read first (a
+    fact one run did not record is ``unknown``, not a difference)."""
+    rows = [FactRow.of("setting", "same_machine", "server and client on one machine",
+                       _show(a.same_machine), _show(b.same_machine))]
+    rows += _host_rows(a, b)
+    rows += [FactRow.of("load", f"context.{key}", label, show(a.context), show(b.context))
+             for key, label, show in LOAD_ROWS]
+    return [r.to_data() for r in rows]
 
 
 def _num(v):
@@ -102,7 +185,7 @@ def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
                  "significant": d.significant if d else None,
                  "a_requests_per_sec": _num(ra["requests_per_sec"]), "b_requests_per_sec": _num(rb["requests_per_sec"]),
                  "a_n": int(ra.get("n") or 1), "b_n": int(rb.get("n") or 1), "cpu_ratio": cpu_ratio,
-                 "a_tool": ra["tool"], "b_tool": rb["tool"]}
+                 "a_tool": ra["tool"], "b_tool": rb["tool"], "tool_differs": ra["tool"] != rb["tool"]}
         entry["display"] = {
             "a_requests_per_sec": fmt.rate(entry["a_requests_per_sec"]),
             "b_requests_per_sec": fmt.rate(entry["b_requests_per_sec"]),
@@ -119,8 +202,10 @@ def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
 
 
 def _run_summary(run: Run) -> dict:
+    kind = host_kind(run)
     return {"run_id": run.run_id, "label": run.info.label, "kind": run.kind, "kind_label": run.info.kind_label,
-            "server": run.server.name, "same_machine": run.same_machine}
+            "server": run.server.name, "same_machine": run.same_machine, "emulated": run.emulated,
+            "host_kind": str(kind) if kind else None}
 
 
 def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:
@@ -131,39 +216,42 @@ def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:
         if rows:
             steps.append({"step": s.name, "title": s.title, "page": s.page, "rows": rows})
     facts = fact_rows(a, b)
+    common = sum(len(s["rows"]) for s in steps)
     return {"id": f"{a.run_id}--{b.run_id}", "a": _run_summary(a), "b": _run_summary(b), "steps": steps,
             "facts": facts, "facts_differ": sum(f["differs"] for f in facts),
-            "common": sum(len(s["rows"]) for s in steps)}
+            "facts_unknown": sum(f["state"] == "unknown" for f in facts),
+            "tools_differ": sum(r["tool_differs"] for s in steps for r in s["rows"]),
+            "common": common, "expand": common > 0}
 
 
-def default_pair(runs: list[Run]) -> tuple[Run, Run] | None:
-    """The pair a reader most likely wants: the newest live run against the first reference run.
-    A run on an emulated server is never picked: its figures test commands, not performance."""
-    runs = [r for r in runs if not r.emulated]
-    refs = [r for r in runs if r.kind == "reference"]
-    lives = sorted((r for r in runs if r.kind == "live"), key=lambda r: r.run_id)
-    if refs and lives:
-        return refs[0], lives[-1]
-    return (runs[0], runs[1]) if len(runs) >= 2 else None
+def default_pair(runs: list[Run], frame: pd.DataFrame | None = None) -> tuple[Run, Run] | None:
+    """The pair the comparison opens on (:func:`tunepath.analysis.pairing.choose_default`): the
+    newest two runs of the same host kind, else the newest two live runs, else the servers
+    nearest in size; with a ``frame``, only pairs that measured a configuration in common. A run
+    on an emulated server is never picked: its figures test commands, not performance."""
+    pick = choose_default(runs, frame)
+    return (pick.a, pick.b) if pick else None
 
 
 def compare_document(runs: list[Run], frame: pd.DataFrame, path, step, charts: dict[str, dict] | None = None,
                      notebook: dict | None = None) -> dict:
-    """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first;
+    """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first, then
+    the pairs with the most in common; those with nothing in common have ``expand`` False.
     ``path`` is the step registry, ``step`` the comparison step publishing it."""
     charts = charts or {}
-    runs = sorted(runs, key=lambda r: (r.kind != "reference", r.run_id))   # A: the reference side
-    first = default_pair(runs)
+    runs = page_order(runs)
+    first = choose_default(runs, frame)
     pairs = []
     for a, b in itertools.combinations(runs, 2):
         if a.emulated != b.emulated:        # an emulated server's figures are never set against real hosts'
             continue
         doc = pair_document(a, b, frame, path)
-        doc["default"] = bool(first) and (a.run_id, b.run_id) == (first[0].run_id, first[1].run_id)
+        doc["default"] = bool(first) and {a.run_id, b.run_id} == {first.a.run_id, first.b.run_id}
         doc["chart"] = charts.get(doc["id"])
         pairs.append(doc)
     pairs.sort(key=lambda p: (not p["default"], -p["common"], p["id"]))
     s = step
     return json.loads(json.dumps({"step": s.name, "number": s.number, "title": s.title, "page": s.page,
                                   "notebook": notebook or {}, "runs": [_run_summary(r) for r in runs],
+                                  "default_rule": first.rule if first else None,
                                   "pairs": pairs}, allow_nan=False, default=str))

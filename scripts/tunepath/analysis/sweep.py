@@ -7,9 +7,12 @@ rate at which the objective holds and the server actually serves (almost) the
 offered rate.
 
 On a noisy machine a single point can miss the objective although higher rates
-meet it. :func:`capacity` keeps both readings apart: ``capacity_rate`` (highest
-rate that meets), ``first_violation`` and ``sustained_rate`` (the conservative
-reading: everything below it met), and ``suspect`` points worth repeating.
+meet it. :func:`capacity` keeps both readings apart: the **conservative** capacity
+(``conservative_rate`` = ``sustained_rate``: the highest rate below every miss, so
+every rate up to it met the objective) is the figure to quote; the **optimistic**
+one (``optimistic_rate`` = ``capacity_rate``: the highest rate that met it) stands
+beside it, with the reason they differ: the rates that missed below it
+(``missed_below`` = ``suspect``, worth repeating), and ``first_violation``.
 """
 
 from __future__ import annotations
@@ -126,39 +129,60 @@ class Capacity:
     sustained_rate: float | None
     suspect: list[float]
 
+    @property
+    def conservative_rate(self) -> float | None:
+        """The capacity to quote: the highest offered rate below every miss (every rate up to it
+        met the objective); None when the lowest rate tried missed it."""
+        return self.sustained_rate
+
+    @property
+    def optimistic_rate(self) -> float | None:
+        """The highest offered rate that met the objective, whatever missed below it."""
+        return self.capacity_rate
+
+    @property
+    def missed_below(self) -> list[float]:
+        """The rates that missed the objective below the optimistic figure: why the two differ."""
+        return self.suspect
+
     def sentence(self) -> str:
-        """A plain-English summary of the sweep."""
-        p = f"p{self.percentile}"
-        goal = f"{p} ≤ {_num(self.slo_ms)} ms"
-        parts = []
+        """A plain-English summary of the sweep, the conservative capacity first."""
+        goal = f"p{self.percentile} ≤ {_num(self.slo_ms)} ms"
         if self.capacity_rate is None:
             first = self.points[0]
-            lat = first.latency(self.percentile)
-            parts.append(f"No offered rate met {goal}: even the lowest, {_num(first.offered_rate)} req/s, "
-                         f"had {p} {_ms(lat)}" + _served(first) + ".")
+            parts = [f"No offered rate met {goal}: even the lowest, {_num(first.offered_rate)} req/s, "
+                     f"had p{self.percentile} {_ms(first.latency(self.percentile))}" + _served(first) + "."]
+        elif self.first_violation is None:
+            parts = [f"Every rate tried met {goal}, up to {_num(self.capacity_rate)} req/s offered "
+                     f"{self._at_best()}: the capacity is at least that; extend the sweep to higher rates."]
+        elif not self.suspect:
+            parts = [f"At {goal} the capacity is {_num(self.capacity_rate)} req/s offered {self._at_best()}: every "
+                     f"rate up to it met the objective, and the next rate tried, {_num(self.first_violation)} req/s, "
+                     f"missed it ({self._why(self.first_violation)})."]
         else:
-            parts.append(f"With {goal}, the server handled {_num(self.capacity_rate)} req/s offered "
-                         f"({_num(self.capacity_achieved)} served, {p} {_ms(self.capacity_latency_ms)}).")
-            if self.first_violation is None:
-                parts.append("Every rate tried met the objective: the capacity is at least that; "
-                             "extend the sweep to higher rates.")
-            elif not self.suspect:
-                parts.append(f"The next rate tried, {_num(self.first_violation)} req/s, missed it "
-                             f"({self._why(self.first_violation)}).")
-            else:
-                safe = (f"only rates up to {_num(self.sustained_rate)} req/s" if self.sustained_rate
-                        else "no rate")
-                rates = _join([_num(r) for r in self.suspect])
-                parts.append(f"It was first missed at {_num(self.first_violation)} req/s, so {safe} met it "
-                             f"without exception; the {'misses' if len(self.suspect) > 1 else 'miss'} at "
-                             f"{rates} req/s lie{'' if len(self.suspect) > 1 else 's'} below rates that met it: "
-                             "noise suspected, repeat "
-                             f"{'them' if len(self.suspect) > 1 else 'it'}.")
+            parts = [self._conservative(goal), self._reason()]
         if self.max_throughput is not None:
             parts.append(f"The highest throughput was {_num(self.max_throughput)} req/s, "
                          f"at {_num(self.max_throughput_offered)} req/s offered.")
         return " ".join(parts)
 
+    def _at_best(self) -> str:
+        return (f"({_num(self.capacity_achieved)} req/s served, p{self.percentile} "
+                f"{_ms(self.capacity_latency_ms)})")
+
+    def _conservative(self, goal: str) -> str:
+        if self.sustained_rate is None:
+            low = (f"there is no conservative capacity: the lowest rate tried, {_num(self.points[0].offered_rate)} "
+                   "req/s, already missed it")
+        else:
+            low = f"the conservative capacity is {_num(self.sustained_rate)} req/s offered, the highest rate below every miss"
+        return (f"At {goal} {low}; the optimistic figure is "
+                f"{_num(self.capacity_rate)} req/s {self._at_best()}, the highest rate that met it.")
+
+    def _reason(self) -> str:
+        many = len(self.suspect) > 1
+        return (f"They differ because {_join([_num(r) for r in self.suspect])} req/s missed the objective although "
+                f"{_num(self.capacity_rate)} req/s met it: noise suspected, repeat {'them' if many else 'it'}.")
 
     def _why(self, rate: float) -> str:
         point = next(p for p in self.points if p.offered_rate == rate)

@@ -15,8 +15,9 @@ class Compare(Step):
     why = ("Puts any two recorded runs side by side: for each step, the measurements both made, the ratio of "
            "their throughput (with an interval where both repeated the measurement) and the host facts and load "
            "settings that differ. Different machines and settings mean a ratio says how far apart two results "
-           "are, not why. Every pair of runs is written; the page opens with the newest live run against the "
-           "first reference run.")
+           "are, not why. Every pair of runs is written; the page opens on the two most comparable: the newest two "
+           "runs of the same host kind (the same CPU model and CPU count), else the newest two live runs, else the "
+           "two servers nearest in CPU count, always two that measured something in common.")
     notebook_cells = (
         ("markdown", "## The default pair\n\nFor each step, the measurements both runs made and the ratio of "
                      "their throughput; then the host facts and load settings that differ."),
@@ -38,7 +39,9 @@ class Compare(Step):
         doc = self.pairs(result)
         if not doc["pairs"]:
             return None
-        first = doc["pairs"][0]
+        first = next((p for p in doc["pairs"] if p["default"]), None)
+        if first is None:
+            return None
         ratios = pd.DataFrame([dict(step=s["step"], variant=r["variant"], a=r["a_requests_per_sec"],
                                     b=r["b_requests_per_sec"], ratio=r["ratio"], low=r["low"], high=r["high"],
                                     significant=r["significant"])
@@ -49,7 +52,7 @@ class Compare(Step):
     def charts(self, result, static) -> list:
         from tunepath.publish.charts import ratio_chart
 
-        pair = default_pair(result.runs)
+        pair = default_pair(result.runs, result.all_rows)
         if not pair:
             return []
         a, b = pair
@@ -62,8 +65,8 @@ class Compare(Step):
             f"{b.run_id} ÷ {a.run_id}", f"Dot chart of the ratio of requests per second, run {b.run_id} over "
             f"run {a.run_id}, per measurement both made",
             f"Requests per second of {b.run_id} ({b.server.name}) divided by those of {a.run_id} "
-            f"({a.server.name}), for each measurement both runs made. Different machines and load settings: "
-            "the ratio says how far apart the results are, not why.")]
+            f"({a.server.name}), for each measurement both runs made. The table of host facts and load settings "
+            "marks where the two runs differ: the ratio says how far apart the results are, not why.")]
 
     def document(self, result, charts: list[dict], notebook: dict, historical_dir) -> dict:
         return self.pairs(result, {c["run_id"]: c for c in charts}, notebook)
