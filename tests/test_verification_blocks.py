@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 
 from conftest import ROOT
 from tunepath.evidence.store import RunStore
-from tunepath.publish.cmdline import KernelCmdline, cmdline_diff, is_relevant, reduce_cmdline
+from tunepath.model.cmdline import KernelCmdline, cmdline_diff, is_relevant, reduce_cmdline
 from tunepath.publish.excerpt import GENERIC_LINES, excerpt
 from tunepath.publish.verification import (java_condition, kernel_cmdline_entry, source_words,
                                            verification_entries)

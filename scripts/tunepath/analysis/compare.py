@@ -25,6 +25,7 @@ from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
 from tunepath.analysis.pairing import choose_default, host_kind, page_order
 from tunepath.evidence.store import FACT_KEYS, Run
+from tunepath.model.cmdline import KernelCmdline
 from tunepath.model.context import HostContext
 
 __all__ = ["pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
@@ -36,10 +37,6 @@ FACT_LABELS = {
     "nofile_limit": "open-file limit",
 }
 SERVER_ONLY_FACTS = frozenset({"tomcat_version", "java_version", "iommu", "kernel_cmdline"})   # host facts
-# the kernel parameters the path sets or reads (IOMMU mode, isolated and tickless CPUs, huge pages, NUMA, CPU
-# count): the rest of a command line (console, init arguments, …) stays in the run record
-PATH_PARAMETERS = ("iommu", "intel_iommu", "amd_iommu", "isolcpus", "nohz", "rcu_nocbs", "irqaffinity", "hugepages",
-                   "hugepagesz", "default_hugepagesz", "transparent_hugepage", "numa", "maxcpus", "nr_cpus")
 TOOL_FACTS = ("name", "version", "binary")
 NOT_RECORDED = "not recorded"
 VERSION = re.compile(r"\d+(?:\.\d+)*")
@@ -58,11 +55,11 @@ def _show(value) -> str:
 
 
 def kernel_parameters(cmdline) -> str | None:
-    """The parameters of a kernel command line that the path cares about (``PATH_PARAMETERS``)."""
+    """The parameters of a kernel command line that the path cares about (``model/cmdline``:
+    the same rule as the verification blocks); init's arguments are never shown."""
     if not isinstance(cmdline, str):
         return None if cmdline is None else _show(cmdline)
-    kept = [p for p in cmdline.split() if p.split("=", 1)[0].startswith(PATH_PARAMETERS)]
-    return " ".join(kept) or "none of them set"
+    return KernelCmdline.parse(cmdline).shown or "none of them set"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from tunepath.publish.cmdline import KernelCmdline
+from tunepath.model.cmdline import KernelCmdline
 
 __all__ = ["Excerpt", "excerpt", "SHORT", "GENERIC_LINES", "LSCPU_KEYS"]
 

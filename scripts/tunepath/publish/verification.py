@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from tunepath.evidence.store import Run, Verification
-from tunepath.publish.cmdline import KernelCmdline, cmdline_diff
+from tunepath.model.cmdline import KernelCmdline, cmdline_diff
 from tunepath.publish.excerpt import excerpt
 
 __all__ = ["verification_entries", "kernel_cmdline_entry", "source_words", "java_in_output", "java_condition",
