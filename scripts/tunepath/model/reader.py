@@ -95,8 +95,10 @@ def _note(var: Variable, value: str) -> str:
     return "not recorded: the run's context keeps the variable"
 
 
-def bindings(ctx: HostContext) -> list[Binding]:
-    """The values the run of ``ctx`` gave the path's variables, in :data:`VARIABLES`' order."""
+def bindings(ctx: HostContext, recorded_fields=None) -> list[Binding]:
+    """The values the run of ``ctx`` gave the path's variables, in :data:`VARIABLES`' order.
+    ``recorded_fields``: the fields its record names (None: all); another field's value is the
+    path's default, and its note says so."""
     out = []
     for var in VARIABLES:
         value = getattr(ctx, var.field)
@@ -105,7 +107,10 @@ def bindings(ctx: HostContext) -> list[Binding]:
             continue
         text = str(value)
         recorded = text not in (var.shell, f"${{{var.name}}}", f"${var.name}")
-        out.append(Binding(var.name, var.shell, text, recorded, "" if recorded else _note(var, text)))
+        note = "" if recorded else _note(var, text)
+        if recorded and recorded_fields is not None and var.field not in recorded_fields:
+            note = "the path's default: the run's record does not name it"
+        out.append(Binding(var.name, var.shell, text, recorded, note))
     return out
 
 

@@ -55,7 +55,7 @@ def commands_entry(run: Run, definition) -> dict:
 
 def bindings_entry(run: Run) -> list[dict]:
     """The values ``run`` gave the path's variables (``model.reader.Binding``)."""
-    return [b.to_data() for b in bindings(run.context)]
+    return [b.to_data() for b in bindings(run.context, set(run.record.get("context") or {}))]
 
 
 def reader_verification_commands(run: Run, definition) -> dict[str, str]:
