@@ -199,7 +199,7 @@ VERIFY_COMMANDS = {
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
     "load-generator-versions": lambda ctx: f"{quote(ctx.wrk2, 'wrk2')} -v 2>&1 | head -1; wrk -v 2>&1 | head -1; "
-                                           "ab -V | head -1; jmeter --version 2>&1 | tail -1",
+                                           "ab -V | head -1; jmeter -j /dev/null --version 2>&1 | tail -1",
 }
 
 
