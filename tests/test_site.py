@@ -21,11 +21,13 @@ from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import RunStore
+from tunepath.model.reader import VARIABLES, bind, bindings, reader_context
 from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
 
 pytestmark = pytest.mark.site
 STEP_PAGES = [s.page for s in STEPS]
 STORE = RunStore(ROOT / "runs")
+MACHINE_PATH = re.compile(r"/root/|/home/|/work/|site-packages|\.venv|java-runtime|127\.0\.0\.1:\d{5}")
 
 
 def _weighted_avg(reports) -> float | None:
@@ -216,21 +218,41 @@ def test_no_benchmark_figure_is_typed_into_content():
 
 
 @pytest.mark.parametrize("step", [s.name for s in STEPS if s.name not in ANALYSIS_STEPS])
-def test_page_commands_are_the_notebook_plan(built_site, step):
-    blocks = scan(built_site.page(get_step(step).page)).commands
-    assert blocks, f"{step}: the page shows no command block"
-    for attrs, text in blocks:
-        run = STORE.load(attrs["data-run"])
+def test_page_commands_are_the_readers_and_the_run_as_it_ran(built_site, step):
+    """Each block shows the reader's command (the step's template for the run's reader context),
+    then, folded, the text the run executed (its record, else its plan), which the reader's command
+    gives back with the run's values (tests/test_reader_commands.py checks every run and block)."""
+    page = scan(built_site.page(get_step(step).page))
+    assert page.commands, f"{step}: the page shows no command block"
+    folded = {(a["data-run"], a["data-block"]): text for a, text in page.as_run}
+    for attrs, text in page.commands:
+        run, block = STORE.load(attrs["data-run"]), attrs["data-block"]
+        reader = {b.id: b for b in plan(step, reader_context(run.context))}
         planned = {b.id: b for b in plan(step, run.context)}
-        assert attrs["data-block"] in planned, attrs
+        assert block in reader, attrs
+        assert text == reader[block].text                           # the reader's command
+        assert attrs["data-host"] == planned[block].host
+        assert not MACHINE_PATH.search(text), (step, block, text)
         ran = {b["block"]: b["text"] for b in run.record.get("blocks", []) if b.get("step") == step}
-        assert text == ran.get(attrs["data-block"], planned[attrs["data-block"]].text)  # what the run ran
-        assert attrs["data-host"] == planned[attrs["data-block"]].host
+        literal = ran.get(block, planned[block].text)              # what the run ran
+        if literal != text:
+            assert folded[run.run_id, block] == literal, (step, block)
+        else:
+            assert (run.run_id, block) not in folded                # nothing differs: nothing folded
+        if literal == planned[block].text:
+            assert bind(text, {b.name: b.value for b in bindings(run.context) if b.value}) == literal
     # and every block of the plan appears on the page (the reader sees the whole step), for
     # the run the page's commands are rendered for
-    shown = {a["data-block"] for a, _ in blocks}
+    shown = {a["data-block"] for a, _ in page.commands}
     primary = STORE.load(json.loads((built_site.site_dir / "data" / "steps" / f"{step}.json").read_text())["primary_run"])
     assert set(b.id for b in plan(step, primary.context)) <= shown
+
+
+def test_setup_page_defines_every_variable_once(built_site):
+    html = built_site.page("setup").read_text()
+    for v in VARIABLES:
+        assert html.count(f'data-variable="{v.name}"') == 1, v.name
+        assert f"export {v.name}=" in html, v.name
 
 
 def test_executed_notebooks_are_kept_and_published(built_site):

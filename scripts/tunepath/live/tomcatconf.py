@@ -169,24 +169,29 @@ def validate_server_xml(text: str, port: int = 8080) -> None:
 
 
 def render_setenv(config: TomcatConfig) -> str | None:
-    """``bin/setenv.sh`` for the JVM options and JDK, or None when there is nothing to set."""
+    """``bin/setenv.sh`` for the JVM options, or None when there is nothing to set (neither options
+    nor a JDK). The JDK's line is the shell's to write (:func:`setenv_command`)."""
     if not config.jvm_options and not config.java_home:
         return None
     for opt in config.jvm_options:
         if not opt.startswith("-"):
             raise ConfigError(f"JVM option {opt!r} must start with '-'")
     lines = ["#!/bin/sh", "# written by tunepath; removed when the configuration is restored"]
-    if config.java_home:
-        lines.append(f"JAVA_HOME={quote(config.java_home, 'java_home')}")
     if config.jvm_options:
         lines.append(f"CATALINA_OPTS={quote(' '.join(config.jvm_options), 'JVM options')}")
     return "\n".join(lines) + "\n"
 
 
 def setenv_command(home: str, config: TomcatConfig) -> str:
-    """The shell command that writes (or removes) ``bin/setenv.sh`` for ``config``."""
+    """The shell command that writes (or removes) ``bin/setenv.sh`` for ``config``. A JDK goes in
+    as the line ``JAVA_HOME=…`` that bash's ``printf %q`` quotes as it writes it: the file holds the
+    JDK's path, a reader's ``$JAVA_HOME`` expanded too (written into a quoted here-document, the
+    file would hold ``JAVA_HOME=$JAVA_HOME`` and pin nothing)."""
     text = render_setenv(config)
     target = path(home, "bin/setenv.sh", what="tomcat_home")
     if text is None:
         return f"rm -f {target}"
-    return heredoc(target, text)
+    command = heredoc(target, text)
+    if config.java_home:
+        command += f"\nprintf 'JAVA_HOME=%q\\n' {quote(config.java_home, 'java_home')} >> {target}"
+    return command

@@ -7,6 +7,7 @@ with the path's variables (``${tomcat_ip}``, ``${net}``) where the original had 
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
@@ -14,7 +15,8 @@ from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port, quote
 from tunepath.versions import WRK2_REPO
 
-__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs"]
+__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs",
+           "is_loopback"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
 MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
@@ -53,7 +55,7 @@ class HostContext:
     tomcat_version: str = "11.0.10"
     java_package: str = "openjdk-21-jdk"
     server_address: str = "${tomcat_ip}"
-    port: int = 8080
+    port: int | str = 8080        # Tomcat's HTTP port (a reader's context: ${tomcat_port})
     path: str = BENCH_PATH
     total_cpus: int = 192
     baseline_cpus: tuple[int, ...] = tuple(range(0, 8))
@@ -93,6 +95,10 @@ class HostContext:
     warmup_window_s: int = 0      # steady-state warm-up: windows this long (0: one warm-up run of warmup_s)
     steady_windows: int = 3       # … until this many windows in a row agree
     steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
+    loopback: bool = False        # the clients reach Tomcat over loopback, whatever server_address says: a
+                                  # reader's context (model.reader) of such a run, whose address is
+                                  # ${tomcat_ip}; recorded only when true (a live context tells it from
+                                  # server_address)
 
     def __post_init__(self):
         for key in ("nic_channels", "hugepage_kb"):
@@ -121,7 +127,14 @@ class HostContext:
         out = asdict(self)
         for key in CPU_FIELDS:
             out[key] = cpu_ranges(getattr(self, key))
+        if not self.loopback:
+            del out["loopback"]
         return out
+
+    @property
+    def on_loopback(self) -> bool:
+        """The clients send their load over loopback (the server is their machine)."""
+        return self.loopback or is_loopback(self.server_address)
 
     def pinned(self, role: str) -> str:
         """``taskset -c 1 `` before a command of ``role`` ("server": Tomcat; "client": the load
@@ -206,6 +219,17 @@ class HostContext:
         tool = quote(self.load_generator, "host context load_generator")
         return (f"{self.raise_nofile}\n{self.pinned('client')}{tool} -c{c} -t{t}{rate} -d{d}{latency} "
                 f"{quote(self.url, 'host context URL')}")
+
+
+def is_loopback(address: str | None) -> bool:
+    """``address`` is this machine's own: ``localhost`` or a loopback IP (``127.0.0.1``, ``::1`` …);
+    not a host name or a variable such as ``${tomcat_ip}``."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(str(address or "").strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_cpu_list(value) -> list[int]:

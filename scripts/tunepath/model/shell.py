@@ -25,10 +25,12 @@ import shlex
 
 from tunepath.errors import TunepathError
 
-__all__ = ["PLACEHOLDERS", "quote", "path", "port", "number", "check_text", "heredoc"]
+__all__ = ["PLACEHOLDERS", "PORT_PLACEHOLDER", "quote", "path", "port", "number", "check_text", "heredoc"]
 
-# the variables the path's pages use for what differs between hosts
-PLACEHOLDERS = frozenset({"tomcat_ip", "net", "JAVA_HOME", "TOMCAT_HOME", "CATALINA_HOME", "HOME"})
+# the variables the path's pages use for what differs between hosts (what each means, and which
+# context field it stands for: tunepath.model.reader.VARIABLES)
+PLACEHOLDERS = frozenset({"tomcat_ip", "tomcat_port", "net", "JAVA_HOME", "TOMCAT_HOME", "CATALINA_HOME", "HOME"})
+PORT_PLACEHOLDER = "${tomcat_port}"     # the one port a command may name by its variable: Tomcat's HTTP port
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -89,7 +91,10 @@ def number(value, what: str = "number") -> str:
 
 
 def port(value, what: str = "port") -> str:
-    """A TCP port: a whole number from 1 to 65535 (``True`` is not port 1)."""
+    """A TCP port: a whole number from 1 to 65535 (``True`` is not port 1), or the reader's
+    ``${tomcat_port}`` (:data:`PORT_PLACEHOLDER`), left for the shell to expand."""
+    if value == PORT_PLACEHOLDER:
+        return PORT_PLACEHOLDER
     text = number(value, what)
     if not 0 < value < 65536:
         raise TunepathError(f"{what} must be from 1 to 65535, not {value}")

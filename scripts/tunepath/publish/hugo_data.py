@@ -19,6 +19,7 @@ from tunepath.analysis.modes import mode_report
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
+from tunepath.publish.commands import bindings_entry, commands_entry, reader_verification_commands
 from tunepath.publish.verification import kernel_cmdline_entry, verification_entries
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json", "precision_entries",
@@ -111,24 +112,6 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
     })
 
 
-def commands_as_run(run: Run, definition) -> dict:
-    """The step's command blocks for ``run``'s context; where the run recorded a block whose text
-    differs (the step's command changed since that run), the text the run executed: a page shows
-    what ran."""
-    blocks = {b["block"]: b for b in run.record.get("blocks", [])
-              if b.get("step") == definition.name and isinstance(b.get("text"), str)}
-    recorded = {name: b["text"] for name, b in blocks.items()}
-    out = {}
-    for b in definition.plan(run.context):
-        entry = b.to_dict()
-        if recorded.get(b.id, entry["text"]) != entry["text"]:
-            entry.update(text=recorded[b.id], as_recorded=True)
-        if (blocks.get(b.id) or {}).get("kernel_cmdline"):       # /proc/cmdline read after its reboot
-            entry["kernel_cmdline"] = blocks[b.id]["kernel_cmdline"]
-        out[b.id] = entry
-    return out
-
-
 def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     """One run's part of a step's data: header, measurements, commands, verification
     (``definition``: the step object; ``path``: the step registry)."""
@@ -138,9 +121,10 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
-        "commands": commands_as_run(run, definition),
+        "commands": commands_entry(run, definition),
+        "bindings": bindings_entry(run),
         "verification": verification_entries(run, step),
-        "verification_commands": definition.verify_commands(run.context),
+        "verification_commands": reader_verification_commands(run, definition),
         "skipped": [s.to_data() for s in run.skipped if s.step == step],
         "repetitions_info": run.info.repetitions[step].to_data() if step in run.info.repetitions else None,
         "precision": precision_entries(run, definition, rows),

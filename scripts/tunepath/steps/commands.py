@@ -181,8 +181,15 @@ def nic_numa_node(ctx: HostContext) -> str:
             f"cat {path('/sys/class/net', ctx.nic, 'device/../numa_node', what='nic')}")
 
 
+def version_sh(ctx: HostContext) -> str:
+    """Tomcat's ``version.sh``, with the JDK the measurements use (``JAVA_HOME``) where the context
+    has one: without it, the script reports the PATH's java, not the one Tomcat runs on."""
+    java_home = f"JAVA_HOME={quote(ctx.java_home, 'java_home')} " if ctx.java_home else ""
+    return java_home + tomcat_path(ctx, "bin/version.sh")
+
+
 VERIFY_COMMANDS = {
-    "tomcat-version": lambda ctx: tomcat_path(ctx, "bin/version.sh"),
+    "tomcat-version": lambda ctx: version_sh(ctx),
     "dmesg-iommu": lambda ctx: "sudo dmesg | grep iommu",
     "lscpu": lambda ctx: "lscpu",
     "ethtool-l": lambda ctx: f"ethtool -l {nic(ctx)}",
@@ -192,7 +199,7 @@ VERIFY_COMMANDS = {
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
     "load-generator-versions": lambda ctx: f"{quote(ctx.wrk2, 'wrk2')} -v 2>&1 | head -1; wrk -v 2>&1 | head -1; "
-                                           "ab -V | head -1; jmeter --version 2>&1 | tail -1",
+                                           "ab -V | head -1; jmeter -j /dev/null --version 2>&1 | tail -1",
 }
 
 

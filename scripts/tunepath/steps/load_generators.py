@@ -52,7 +52,7 @@ def versions(ctx: HostContext) -> str:
     """The versions of the tools on the client (JMeter's banner ends with its version)."""
     return (f"{quote(ctx.wrk2, 'wrk2')} -v 2>&1 | head -1; wrk -v 2>&1 | head -1; ab -V | head -1; "
             "siege --version 2>&1 | grep -m1 SIEGE; "
-            "echo \"JMeter $(jmeter --version 2>&1 | grep -Eo '[0-9]+[.][0-9]+([.][0-9]+)?$' | tail -1)\"")
+            "echo \"JMeter $(jmeter -j /dev/null --version 2>&1 | grep -Eo '[0-9]+[.][0-9]+([.][0-9]+)?$' | tail -1)\"")
 
 
 def siege_rc(ctx: HostContext) -> str:
@@ -170,7 +170,7 @@ class LoadGenerators(Step):
 
 def jmeter_too_old(client) -> list[str]:
     """Why the client's ``jmeter`` cannot run the plan (older than 5), else nothing."""
-    out = client.run("jmeter --version 2>&1", check=False, timeout=60).stdout
+    out = client.run("jmeter -j /dev/null --version 2>&1", check=False, timeout=60).stdout
     found = re.findall(r"(?m)(\d+)\.(\d+)(?:\.\d+)?(?: r\d+)?\s*$", out)
     if found and int(found[-1][0]) < JMETER_MAJOR:
         return [f"the client's jmeter is {found[-1][0]}.{found[-1][1]}, which cannot load the step's test plan "

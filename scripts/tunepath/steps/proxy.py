@@ -29,7 +29,7 @@ MODULE = {"http": "mod_proxy_http", "ajp": "mod_proxy_ajp", "jk": "mod_jk"}
 
 def proxy_files(mode: str, ctx: HostContext) -> tuple[str, str | None]:
     """The private httpd's configuration for ``mode``, and mod_jk's workers file (None otherwise)."""
-    address = listen_address(ctx.server_address)
+    address = listen_address("127.0.0.1" if ctx.loopback else ctx.server_address)
     if mode == "jk":
         return jk_conf(ctx.httpd_dir, address=address), workers_properties(ctx.ajp_secret)
     return httpd_conf(mode, ctx.httpd_dir, ctx.port, ctx.ajp_secret, address=address), None

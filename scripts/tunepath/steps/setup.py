@@ -12,6 +12,7 @@ from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
+from tunepath.model.reader import VARIABLES
 from tunepath.steps.base import Step
 from tunepath.model.shell import quote
 from tunepath.steps.commands import start_lines, tomcat_path
@@ -51,6 +52,12 @@ class Setup(Step):
             *wrk2_blocks(Wrk2Source.from_context(ctx.wrk2_source)),
             Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
         ]
+
+    def document(self, result, charts, notebook, historical_dir) -> dict:
+        """The step's data, with the path's variables (``{{< variables >}}`` prints them on this page)."""
+        doc = super().document(result, charts, notebook, historical_dir)
+        doc["variables"] = [v.to_data() for v in VARIABLES]
+        return doc
 
     # --- live: install, open, build, smoke-test --------------------------------------------
     def run_live(self, session) -> None:
