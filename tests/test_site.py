@@ -275,8 +275,8 @@ def test_every_step_page_has_charts_with_alt_text_per_run(built_site):
 
 def test_compare_page_ratios_come_from_the_raw_outputs(built_site):
     """Every B ÷ A on the comparison page equals the ratio of the two runs' medians, each
-    parsed from its raw outputs; the open (default) pair is the newest live run on a real (not
-    emulated) server against the first reference run."""
+    parsed from its raw outputs; the open (default) pair is the most comparable pair
+    (analysis/pairing)."""
     html = built_site.page("compare").read_text()
     ratios = re.findall(r'<span class="ratio" data-step="([^"]+)" data-a="([^"]+)" data-b="([^"]+)" '
                         r'data-variant="([^"]+)">([^<]*)</span>', html)
@@ -284,9 +284,13 @@ def test_compare_page_ratios_come_from_the_raw_outputs(built_site):
     for step, a, b, variant, text in ratios:
         med = lambda run_id: _median([r["rps"] for r in _reps(STORE.load(run_id), step, variant)])  # noqa: E731
         assert text == fmt.speedup(med(b) / med(a)), (step, a, b, variant)
-    live = sorted(r for r in STORE.run_ids() if r.startswith("live-") and not STORE.load(r).emulated)
-    if live:
-        assert f'id="compare-reference-aws-c8g--{live[-1]}" data-a="reference-aws-c8g" data-b="{live[-1]}" open' in html
+    from tunepath.analysis.compare import default_pair
+    from tunepath.analysis.frames import measurements_frame
+    from tunepath.steps import REGISTRY
+
+    runs = [r for r in STORE.load_all() if r.info.status != "failed" and not r.info.superseded_by]
+    a, b = default_pair(runs, measurements_frame(runs, REGISTRY))
+    assert f'id="compare-{a.run_id}--{b.run_id}" data-a="{a.run_id}" data-b="{b.run_id}" open' in html
 
 
 def test_hosts_are_never_one_series(built_site):

@@ -271,8 +271,6 @@ def _jmeter_calls() -> list[str]:
     return [line for t in texts for line in re.findall(r"\bjmeter\b[^\n;|)]*", t) if not line.startswith("jmeter-")]
 
 
-@pytest.mark.xfail(strict=True, reason="needs -j in the steps' jmeter --version calls (reported to the "
-                                       "integrator; owner: cmds): remove this mark when it is applied")
 def test_every_jmeter_call_names_its_log_file():
     """JMeter writes jmeter.log into the current directory unless -j names another file: a run
     (or a test) must not leave one in the project or the home directory."""

@@ -56,8 +56,9 @@ class RateSweep(SweepStep):
                                 f"{ctx.warmup_rate:,} req/s (not measured)",
                                 ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
         for v in self.variants_for(ctx):
-            blocks.append(Block(f"load-{v.name}", "client", f"Offer {v.label} (the same JVM, rates in rising order)",
-                                ctx.sweep_command(self.value(v.name)), variant=v.name))
+            rate = self.value(v.name)
+            blocks.append(Block(f"load-{v.name}", "client", f"Offer {rate:,} req/s (the same JVM, rates in rising order)",
+                                ctx.sweep_command(rate), variant=v.name))
         return blocks
 
     # --- live: one JVM through the whole sweep, from one client ------------------------------

@@ -123,7 +123,7 @@ class Freezer:
                   "results": self._results, "charts": self._charts, "chart": self._charts,
                   "precision": self._precision, "latency-corrections": self._latency,
                   "sweep": self._sweep, "jvm-modes": self._modes, "historical": self._historical,
-                  "summary": self._summary, "compare": self._compare}
+                  "summary": self._summary, "compare": self._compare, "variables": self._variables}
         if name not in simple:
             raise TunepathError(f"{where}: no plain-Markdown rendering for shortcode {name!r} "
                                 "(add one in tunepath/publish/upstream/freeze.py)")
@@ -183,8 +183,25 @@ class Freezer:
             return "No run of this step rebooted the server here, so none recorded the new kernel command line."
         return "\n\n".join(_cmdline_diff(self._used(out, r), block) for r in chosen or rebooted)
 
+    def _variables(self, a, out, where) -> str:
+        """The path's variables (data/steps/setup.json): a table, then the export lines per host."""
+        rows = self.step("setup", where).get("variables") or []
+        if not rows:
+            raise TunepathError(f"{where}: data/steps/setup.json has no variables (rebuild with `tunepath build`)")
+        table = ["| Variable | Set on | What it holds |", "| --- | --- | --- |"]
+        table += [f"| `{v['shell']}` | {v['hosts']} | {v['meaning']} |" for v in rows]
+        blocks = []
+        for host in ("server", "client"):
+            lines = [v["export"] for v in rows if host in v["hosts"]]
+            if lines:
+                blocks.append(f"**On the {host}** (example values: use your own):\n\n```bash\n" + "\n".join(lines) + "\n```")
+        return "\n".join(table) + "\n\n" + "\n\n".join(blocks) + "\n"
+
     def _notebook(self, a, out, where) -> str:
-        nb = Path((self.step(a["step"], where).get("notebook") or {}).get("ipynb") or "")
+        named = {s["name"]: s.get("notebook") for s in self.data.order}   # data/path.json: every step, the summary too
+        if not named.get(a["step"]):
+            raise TunepathError(f"{where}: step {a['step']!r} has no notebook in data/path.json: run `tunepath build`")
+        nb = Path(named[a["step"]])
         return (f"The calculation behind these figures is the notebook `notebooks/{nb.name}` of the "
                 "tunepath project, which recomputes them from the recorded runs.")
 
@@ -259,17 +276,24 @@ class Freezer:
 
 
 def _output(run: dict, name: str) -> str:
+    """One run's verification block: its command, then its output (trimmed as on the site, with
+    the labels of a state that differs from the measured one), or why it was skipped."""
     v = run["verification"][name]
     where = f"{run.get('server')} (run `{run['run_id']}`" + (", an emulated server" if run.get("emulated") else "") + ")"
-    return (f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
-            f"The output on {where}:\n\n```output\n{v['output'].rstrip()}\n```\n")
+    head = f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
+    if v.get("status") == "skipped":
+        return head + f"Skipped on {where}, so there is no output: {v.get('reason') or 'no reason recorded'}.\n"
+    notes = "".join(f"{c['text']}\n\n" for c in v.get("conditions") or () if c.get("text"))
+    text = (v.get("excerpt") if v.get("trimmed") else None) or v["output"]
+    cut = " (the lines that matter; the run record holds the whole output)" if v.get("trimmed") else ""
+    return head + notes + f"The output on {where}{cut}:\n\n```output\n{text.rstrip()}\n```\n"
 
 
 def _cmdline_diff(run: dict, block: str) -> str:
-    after = run["commands"][block]["kernel_cmdline"].split()
-    before = (run.get("kernel_cmdline_before") or "").split()
-    added = [p for p in after if p not in before]
-    removed = [p for p in before if p not in after]
+    """What a reboot changed on the kernel command line, in the path's parameters only (the
+    verification data's ``kernel_cmdline_before.after[block]``: model/cmdline)."""
+    entry = ((run.get("kernel_cmdline_before") or {}).get("after") or {}).get(block) or {}
+    added, removed = entry.get("added") or [], entry.get("removed") or []
     text = (f"After the reboot, `cat /proc/cmdline` on {run.get('server')} (run `{run['run_id']}`) showed "
             + (f"these parameters added: `{' '.join(added)}`" if added else "no parameter added"))
     return text + (f"; removed: `{' '.join(removed)}`." if removed else ".")
@@ -281,8 +305,9 @@ def _measurement(run: dict, variant: str | None, field: str | None) -> bool:
 
 
 def command_text(block: dict) -> str:
-    """The command a reader types: the block's reader version where the data has one, else its text."""
-    return block.get("reader") or block["text"]
+    """The command a reader types: a block's ``text`` is its reader's version (the path's
+    variables); ``as_run`` is what the run executed."""
+    return block["text"]
 
 
 def alt_text(alt: str) -> str:
