@@ -17,6 +17,7 @@ from pathlib import Path
 from htmlscan import scan
 from svgboxes import read
 
+from tunepath.publish import chartwords as words
 from tunepath.publish import formatting as fmt
 from tunepath.publish.chartbase import CONTEXT, HIGHLIGHT
 
@@ -126,6 +127,27 @@ def test_caption_checker_catches_a_wrong_level_or_count():
     assert not caption_problems("Bars are medians of 3–5 repetitions; whiskers: the 75–93.8 % confidence "
                                 "interval (each row's level is in the table).", {75.0, 93.8}, [3, 5])
     assert fmt.level(0.9375) == "93.8 %"     # the tables' way of writing a level, which the captions share
+
+
+def _row(label, n, level=None, low=None, high=None, step="s"):
+    return {"label": label, "step": step, "variant": label, "n": n, "interval_level": level,
+            "rps_low": low, "rps_high": high, "requests_per_sec": 100.0}
+
+
+def test_caption_words_follow_the_rows():
+    same = [_row("a", 3, 0.75, 90, 110), _row("b", 3, 0.75, 95, 105)]
+    mixed = [_row("a", 3, 0.75, 90, 110), _row("b", 5, 0.9375, 95, 105), _row("c", 1)]
+    assert "the 75 % confidence interval" in words.stats_words(same)
+    text = words.stats_words(mixed)
+    assert "medians of 3–5 repetitions where repeated" in text and "75–93.8 % confidence" in text
+    assert "drawn for 2 of 3" in text
+    for rows in (same, mixed):                 # what the caption says, the checker accepts
+        levels = {float(fmt.level(r["interval_level"]).removesuffix(" %")) for r in rows if r["rps_low"]}
+        assert caption_problems(words.stats_words(rows), levels, sorted({r["n"] for r in rows})) == []
+    assert words.highlight_words(same, [True, True]) == ""          # all highlighted: the colour says nothing
+    assert words.highlight_words(same, [False, False]) == ""
+    assert "Blue bars: this step's measurement (b)" in words.highlight_words(same, [False, True])
+    assert words.speedup_words(0) == ""                              # no stock run (Grace): no speed-up words
 
 
 def test_every_chart_caption_agrees_with_the_tables(built_site):
