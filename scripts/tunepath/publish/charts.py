@@ -84,6 +84,15 @@ def _categories(ax, y: list[float], labels: list[str], size: layout.Size, fontsi
     ax.xaxis.set_major_locator(base.locator(size))
 
 
+def _height(rows, size: layout.Size, wide_row: float | None = None, extra: float = 1.8) -> float:
+    """The figure's height (inches): a row per bar; on the narrow drawing, a row whose name
+    wraps onto more lines is taller."""
+    if size is not layout.NARROW:
+        return (wide_row or size.row) * len(rows) + extra
+    lines = max(layout.wrap(r["label"], size.wrap).count("\n") for r in rows)
+    return (size.row + 0.2 * lines) * len(rows) + extra
+
+
 def _bars(ax, rows, values, lit, size: layout.Size) -> list[float]:
     """Horizontal bars, top to bottom, tagged ``bar-N``; returns their y positions."""
     y = list(range(len(rows)))[::-1]
@@ -97,7 +106,7 @@ def _bars(ax, rows, values, lit, size: layout.Size) -> list[float]:
 
 def _throughput_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> "Figure":
     values = [r["requests_per_sec"] if _finite(r["requests_per_sec"]) else 0.0 for r in rows]
-    fig = base.figure(figsize=(size.width, size.row * len(rows) + 1.8))
+    fig = base.figure(figsize=(size.width, _height(rows, size)))
     ax = fig.add_subplot()
     y = _bars(ax, rows, values, lit, size)
     ci = [(yi, r) for yi, r in zip(y, rows) if words_.has_interval(r, "rps_low", "rps_high")]
@@ -111,6 +120,7 @@ def _throughput_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> 
                   linestyle="--", linewidth=1, gid="ref-offered")
     elif len(rates) == 1:
         ax.axvline(rates[0], color=base.OFFERED, linestyle="--", linewidth=1, gid="ref-offered")
+    if len(rates) == 1:
         xlabel += f"; dashed line: offered rate, {fmt.offered(rates[0])} req/s"
     labels = [layout.BarLabel(yi, v, (r["rps_low"], r["rps_high"]) if words_.has_interval(r, "rps_low", "rps_high")
                               else None, fmt.rate(r["requests_per_sec"]) + _gain_words(r, size),
@@ -144,7 +154,7 @@ def _latency_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> "Fi
     avg = [r["latency_avg_ms"] if _finite(r["latency_avg_ms"]) else 0.0 for r in rows]
     mx = [r["latency_max_ms"] if _finite(r["latency_max_ms"]) else 0.0 for r in rows]
     scale, unit = (1000.0, "s") if max(mx + [0.0]) >= 1000 else (1.0, "ms")
-    fig = base.figure(figsize=(size.width, size.row * len(rows) + 1.8))
+    fig = base.figure(figsize=(size.width, _height(rows, size)))
     ax = fig.add_subplot()
     y = _bars(ax, rows, [v / scale for v in avg], lit, size)
     ax.scatter([v / scale for v in mx], y, marker="|", s=200, color=base.INK, zorder=3, gid="max-mark")
@@ -178,7 +188,7 @@ def ratio_chart(rows: list[dict], static_dir: Path, name: str, title: str, alt_p
 
 
 def _ratio_figure(rows: list[dict], title: str, size: layout.Size) -> "Figure":
-    fig = base.figure(figsize=(size.width, (size.row if size is layout.NARROW else 0.45) * len(rows) + 1.6))
+    fig = base.figure(figsize=(size.width, _height(rows, size, 0.45, 1.6)))
     ax = fig.add_subplot()
     y = list(range(len(rows)))[::-1]
     vals = [r["ratio"] if _finite(r.get("ratio")) else math.nan for r in rows]
