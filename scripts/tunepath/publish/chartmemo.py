@@ -6,7 +6,7 @@ the same bytes. The replay build names a directory (the environment variable :da
 ``NAME.json``, holds the SHA-256 of the chart's inputs and of the SVG they gave. A chart
 whose inputs hash the same and whose SVG is still there with the recorded bytes is not
 drawn again. The inputs' hash covers the data the chart reads (every field of every row,
-not only those drawn), the code that draws (this package's chart and formatting modules)
+not only those drawn), the code that draws (this package's chart, chart layout, caption and formatting modules)
 and the versions of matplotlib (with its fonts and FreeType), numpy and Python; an input of
 a type it cannot write down faithfully means no record, and the chart is drawn. The record
 outlives ``--no-cache`` (the same inputs give the same bytes); deleting the directory
@@ -71,7 +71,8 @@ def _code_version() -> str:
 
         h = hashlib.sha256()
         here = Path(__file__).resolve().parent
-        for name in ("charts.py", "formatting.py", "chartmemo.py"):
+        for name in ("charts.py", "chartbase.py", "chartlayout.py", "chartwords.py", "sweepcharts.py",
+                     "formatting.py", "chartmemo.py"):
             h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
         for package in ("matplotlib", "numpy"):      # matplotlib bundles its fonts and FreeType
             try:
