@@ -86,7 +86,7 @@ def test_cold_build_records_each_steps_outputs(site):
         charts = [rel for rel in outputs if rel.startswith("static/charts/")]
         assert charts and all(rel.startswith(f"static/charts/{step}-") for rel in charts)
         data = json.loads((site.site_dir / f"data/steps/{step}.json").read_text())
-        assert {f"static/{c['src']}" for c in data["charts"]} == set(charts)
+        assert {f"static/{c[k]}" for c in data["charts"] for k in ("src", "narrow_src") if c.get(k)} == set(charts)
         for rel, digest in outputs.items():
             assert cache.sha256_file(site.site_dir / rel) == digest
     assert not list((site.site_dir / "build" / "cache").glob("*.tmp"))

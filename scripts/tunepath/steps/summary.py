@@ -33,8 +33,7 @@ class Summary(Step):
                 continue
             highlight = {f"{r['step']}/{r['variant']}" for r in rows}
             out.append(chartlib.throughput_chart(
-                rows, highlight, static, f"summary-throughput-{run.run_id}", run.run_id,
-                caption_note="Bars labelled with the speed-up over this run's stock configuration."))
+                rows, highlight, static, f"summary-throughput-{run.run_id}", run.run_id))
             out.append(chartlib.latency_chart(rows, highlight, static, f"summary-latency-{run.run_id}", run.run_id))
         return out
 
