@@ -1,9 +1,15 @@
-"""The built site in a real browser: navigation, console, network, images, narrow screens.
+"""The built site in a real browser: navigation, console, network, images, narrow screens, accessibility.
 
 The site is served from ``built_site.public`` by a ThreadingHTTPServer on 127.0.0.1 (ephemeral
 port, daemon thread in this process) and driven with Playwright through Debian's Chromium at
-/usr/bin/chromium; Playwright never downloads a browser of its own. Full-page screenshots of
-every page go to test-artifacts/screenshots/.
+/usr/bin/chromium; Playwright never downloads a browser of its own. Every page Hugo wrote is
+loaded at 1280 and at 390 px: no horizontal scrolling of the page, tables that fit or scroll in
+their own wrapper, the path's navigation folded on the narrow screen (and opened from the
+keyboard), no text below 12 px there, no doubly escaped text. axe-core (from the npm registry,
+pinned in tests/browser/package-lock.json, installed by ``scripts/bootstrap --system``) runs in
+each page at both widths; a serious or critical violation fails. A full-page screenshot of every
+page at both widths goes to test-artifacts/screenshots/<page>-<width>.png, axe's findings to
+test-artifacts/accessibility-<width>.json.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from conftest import ARTIFACTS, LP_PATH, serving
+from conftest import ARTIFACTS, LP_PATH, ROOT, serving, unavailable
+from pagechecks import AXE_RUN, LAYOUT, NARROW, WIDE, axe_failures, layout_problems, nav_problems, site_pages
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +39,10 @@ STEPS = [s.page for s in _STEPS]          # the pages, in the order of the path
 LP_URL = f"/{LP_PATH}/"
 EXPECTED_PATHS = [LP_URL] + [f"{LP_URL}{s}/" for s in STEPS]
 TIMEOUT_MS = 15_000
+AXE_JS = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+VIEWPORTS = {WIDE: dict(viewport={"width": WIDE, "height": 900}),
+             NARROW: dict(viewport={"width": NARROW, "height": 844}, is_mobile=True, has_touch=True)}
+SCREENSHOT_TIMEOUT_MS = 90_000   # a full page of 30,000 px and more, on a busy machine
 
 
 def _name(url_path: str) -> str:
@@ -42,7 +53,7 @@ def _name(url_path: str) -> str:
         return "intro"
     if url_path.startswith(LP_URL):
         return url_path[len(LP_URL):].strip("/")
-    return url_path.strip("/").replace("/", "_") or "home"
+    return url_path.strip("/").replace("/", "_").removesuffix(".html") or "home"
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -182,7 +193,7 @@ def sidebar_problems(pg) -> list[str]:
 
 def screenshot(pg, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    pg.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
 
 
 def _fmt(report: dict[str, list[str]]) -> str:
@@ -196,10 +207,8 @@ def test_walk_learning_path(page, site_url):
     mon = Monitor().attach(page)
     report: dict[str, list[str]] = {}
 
-    def check_page(label: str, shoot: bool) -> None:
+    def check_page(label: str) -> None:
         probs = [f"broken image: {src}" for src in broken_images(page)]
-        if shoot:
-            screenshot(page, label)
         probs += mon.take()
         if probs:
             report.setdefault(label, []).extend(probs)
@@ -207,7 +216,7 @@ def test_walk_learning_path(page, site_url):
     resp = page.goto(site_url + "/")
     assert resp is not None and resp.status == 200, f"home page: HTTP {resp and resp.status}"
     page.wait_for_load_state("load")
-    check_page("home", shoot=True)
+    check_page("home")
 
     to_intro = follow(page, f'a[href="{LP_URL}"]:not(.site-title)')
     assert to_intro == LP_URL, f"home page has no working link to the learning path {LP_URL}"
@@ -229,7 +238,7 @@ def test_walk_learning_path(page, site_url):
         if sb:
             report.setdefault(label, []).extend(sb)
         charts_per_page[label] = page.locator("figure.chart img").count()
-        check_page(label, shoot=True)
+        check_page(label)
         nxt = follow(page, "a.nav-next[rel=next]")
         if nxt is None:
             break
@@ -250,7 +259,7 @@ def test_walk_learning_path(page, site_url):
         sb = sidebar_problems(page)
         if sb:
             report.setdefault(f"{label} (back)", []).extend(sb)
-        check_page(f"{label} (back)", shoot=False)
+        check_page(f"{label} (back)")
         assert len(backward) <= 20, f"a.nav-prev never ends: {backward}"
     assert backward == list(reversed(EXPECTED_PATHS)), f"pages visited by a.nav-prev: {backward}"
 
@@ -279,52 +288,75 @@ def test_notebook_html_opens(page, site_url):
     assert not probs, f"problems on the executed notebook page {href}:\n  " + "\n  ".join(probs)
 
 
-NARROW_OVERFLOW = """
-() => {
-  const vw = window.innerWidth;
-  const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
-      const ox = getComputedStyle(a).overflowX;
-      if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') return true; }
-    return false; };
-  const desc = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
-      (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
-  const offenders = [...document.body.querySelectorAll('*')]
-    .filter(el => el.getBoundingClientRect().right > vw + 1 && !scrolls(el))
-    .slice(0, 15).map(el => `${desc(el)} (right edge ${Math.round(el.getBoundingClientRect().right)}px)`);
-  const tables = [...document.querySelectorAll('table')].map(t => {
-    const fits = t.getBoundingClientRect().right <= vw + 1;
-    const wrapper = t.parentElement;
-    const ox = wrapper ? getComputedStyle(wrapper).overflowX : '';
-    return {fits, wrapper: wrapper ? desc(wrapper) : '', overflowX: ox};
-  });
-  return {scrollWidth: document.documentElement.scrollWidth, innerWidth: vw, offenders, tables};
-}
-"""
+@pytest.fixture(scope="module")
+def pages(built_site) -> list[str]:
+    found = site_pages(built_site.public)
+    missing = [p for p in EXPECTED_PATHS + ["/"] if p not in found]
+    assert not missing, f"pages missing from the built site: {missing}"
+    return found
 
 
-def test_summary_narrow_viewport(browser, site_url):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
-                                  is_mobile=True, has_touch=True)
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_every_page_fits(browser, site_url, pages, width):
+    """Every page at 1280 and 390 px: no horizontal scrolling of the page, results tables that fit
+    (stacked into cards at 390 px), the navigation folded on the narrow screen and opened from the
+    keyboard, readable text sizes, no doubly escaped text, no error, every image; a screenshot."""
+    context = browser.new_context(**VIEWPORTS[width])
     context.set_default_timeout(TIMEOUT_MS)
+    report: dict[str, list[str]] = {}
     try:
         pg = context.new_page()
         mon = Monitor().attach(pg)
-        resp = pg.goto(site_url + f"{LP_URL}{STEPS[-1]}/")
-        assert resp is not None and resp.status == 200
-        pg.wait_for_load_state("load")
-        broken = broken_images(pg)
-        screenshot(pg, f"{STEPS[-1]}-390px")
-        info = pg.evaluate(NARROW_OVERFLOW)
-        assert info["innerWidth"] == 390, info["innerWidth"]
-        assert info["scrollWidth"] <= info["innerWidth"] + 1, (
-            f"summary page scrolls horizontally at 390 px: scrollWidth {info['scrollWidth']} > "
-            f"innerWidth {info['innerWidth']}; elements sticking out:\n  " + "\n  ".join(info["offenders"]))
-        assert info["tables"], "summary page has no table (expected the summary tables)"
-        bad_tables = [t for t in info["tables"]
-                      if not t["fits"] and t["overflowX"] not in ("auto", "scroll")]
-        assert not bad_tables, f"tables wider than the screen without a scrolling wrapper: {bad_tables}"
-        assert not broken, f"broken images at 390 px: {broken}"
-        probs = mon.take()
-        assert not probs, "problems on the summary page at 390 px:\n  " + "\n  ".join(probs)
+        for path in pages:
+            resp = pg.goto(site_url + path)
+            label = _name(path)
+            probs = [] if resp is not None and resp.status == 200 else [f"HTTP {resp and resp.status}"]
+            pg.wait_for_load_state("load")
+            probs += [f"broken image: {src}" for src in broken_images(pg)]
+            screenshot(pg, f"{label}-{width}")
+            info = pg.evaluate(LAYOUT)
+            assert info["innerWidth"] == width, info["innerWidth"]
+            probs += layout_problems(info, width) + nav_problems(pg, width)
+            probs += mon.take()
+            if probs:
+                report[label] = probs
     finally:
         context.close()
+    assert not report, f"problems at {width} px:\n" + _fmt(report)
+
+
+@pytest.fixture(scope="module")
+def axe_js() -> Path:
+    if not AXE_JS.is_file():
+        unavailable(f"{AXE_JS} not found: run `npm ci` in tests/browser (scripts/bootstrap --system does)")
+    return AXE_JS
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_accessibility(browser, site_url, pages, axe_js, width):
+    """axe-core in every page, every <details> opened, at 1280 and 390 px: no serious or critical
+    violation. All findings (minor and moderate too) go to test-artifacts/accessibility-<width>.json."""
+    import json
+
+    context = browser.new_context(**VIEWPORTS[width])
+    context.set_default_timeout(TIMEOUT_MS)
+    found: dict[str, list[dict]] = {}
+    version = ""
+    try:
+        pg = context.new_page()
+        for path in pages:
+            pg.goto(site_url + path)
+            pg.wait_for_load_state("load")
+            pg.add_script_tag(path=str(axe_js))
+            result = pg.evaluate(AXE_RUN)
+            version = result["version"]
+            if result["violations"]:
+                found[_name(path)] = result["violations"]
+    finally:
+        context.close()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"accessibility-{width}.json").write_text(
+        json.dumps({"axe": version, "width": width, "violations": found}, indent=1), encoding="utf-8")
+    lines = [line for label, violations in found.items() for line in axe_failures(label, violations)]
+    assert not lines, (f"axe-core {version} finds serious or critical violations at {width} px "
+                       f"(all findings: {ARTIFACTS / f'accessibility-{width}.json'}):\n" + "".join(lines))
