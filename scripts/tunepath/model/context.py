@@ -194,8 +194,9 @@ class HostContext:
 
     @property
     def wrk2(self) -> str:
-        """wrk2 as the commands write it: the load generator when that is wrk2, else ``wrk2``."""
-        return self.load_generator if self.open_loop and self.load_generator.endswith("wrk2") else "wrk2"
+        """wrk2 as the commands write it: the load generator of an open-loop run (whatever its name:
+        the original installed wrk2 as ``wrk``; a reader's is ``$WRK2``), else ``wrk2``."""
+        return self.load_generator if self.open_loop else "wrk2"
 
     @property
     def url(self) -> str:

@@ -55,6 +55,9 @@ VARIABLES: tuple[Variable, ...] = (
              "eth0"),
     Variable("tomcat_ip", "server_address", "client",
              "the server's address as the client reaches it (an IP address or a host name)", "192.0.2.10"),
+    Variable("WRK2", "load_generator", "client",
+             "the wrk2 binary on the client (the set-up step builds it as ~/.tunepath/bin/wrk2; the original path "
+             "installed it as wrk, the name Debian gives its closed-loop wrk)", "~/.tunepath/bin/wrk2"),
     Variable("tomcat_port", "port", "server and client",
              "Tomcat's HTTP port (8080 in the stock conf/server.xml); the proxy's httpd.conf reads it from the "
              "server's environment", "8080"),
@@ -86,6 +89,8 @@ def reader_context(ctx: HostContext) -> HostContext:
     values = {v.field: v.shell for v in VARIABLES}
     if not ctx.java_home:
         values.pop("java_home")
+    if not ctx.open_loop:         # Debian's closed-loop wrk is `wrk` everywhere: no variable for it
+        values.pop("load_generator")
     return replace(ctx, **values, loopback=ctx.on_loopback)
 
 
@@ -102,6 +107,10 @@ def bindings(ctx: HostContext, recorded_fields=None) -> list[Binding]:
     out = []
     for var in VARIABLES:
         value = getattr(ctx, var.field)
+        if var.field == "load_generator" and not ctx.open_loop:
+            out.append(Binding(var.name, var.shell, None, True, "none: this run drove the load with Debian's "
+                               "closed-loop wrk"))
+            continue
         if value is None:
             out.append(Binding(var.name, var.shell, None, True, "none: the server's default java"))
             continue

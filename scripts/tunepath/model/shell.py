@@ -29,7 +29,8 @@ __all__ = ["PLACEHOLDERS", "PORT_PLACEHOLDER", "quote", "path", "port", "number"
 
 # the variables the path's pages use for what differs between hosts (what each means, and which
 # context field it stands for: tunepath.model.reader.VARIABLES)
-PLACEHOLDERS = frozenset({"tomcat_ip", "tomcat_port", "net", "JAVA_HOME", "TOMCAT_HOME", "CATALINA_HOME", "HOME"})
+PLACEHOLDERS = frozenset({"tomcat_ip", "tomcat_port", "net", "JAVA_HOME", "TOMCAT_HOME", "CATALINA_HOME", "HOME",
+                          "WRK2"})
 PORT_PLACEHOLDER = "${tomcat_port}"     # the one port a command may name by its variable: Tomcat's HTTP port
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
