@@ -278,3 +278,13 @@ def test_every_jmeter_call_names_its_log_file():
     assert calls, "no jmeter command found: this test would prove nothing"
     bare = [c for c in calls if not re.search(r"\s(-j|--jmeterlogfile)\s", c)]
     assert not bare, f"jmeter calls without -j (they write ./jmeter.log): {bare}"
+
+
+def test_frames_show_whole_numbers_as_integers():
+    """A count that a missing value turned into floats (a flag's repetition) reads 2, not 2.0."""
+    frame = pd.DataFrame({"repetition": [2.0, math.nan, 1.0], "rate": [1.5, 2.0, math.nan]})
+    shown = readable(frame)
+    assert list(shown["repetition"]) == [2, MISSING, 1]
+    assert shown["rate"].dtype == float, "a column with fractions keeps its floats"
+    html = frame_html(frame)
+    assert "<td>2</td>" in html and "<td>1</td>" in html and "<td>2.0</td>" in html   # 2.0: the rate

@@ -24,12 +24,22 @@ def _missing(value) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def _whole(series: pd.Series) -> bool:
+    """Whether a float column holds only whole numbers (a count that a missing value made float)."""
+    values = series.dropna()
+    return bool(((values % 1 == 0) & (values.abs() < 2**53)).all())
+
+
 def readable(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every missing value as :data:`MISSING`, except in float columns, which
-    keep their type (and their formatting): :func:`frame_html` gives them the same mark."""
+    keep their type (and their formatting): :func:`frame_html` gives them the same mark. A float
+    column of whole numbers only (a repetition number, a count) shows them as integers, 2 not 2.0."""
     out = frame.copy()
     for i, col in enumerate(out.columns):
         series = out.iloc[:, i]
+        if series.dtype.kind == "f" and _whole(series):
+            series = series.astype("Int64")
+            out.isetitem(i, series)
         if series.dtype.kind != "f" and series.isna().any():
             out.isetitem(i, series.astype(object).map(lambda v: MISSING if _missing(v) else v))
     return out
