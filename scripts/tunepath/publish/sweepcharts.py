@@ -91,13 +91,24 @@ def rate_sweep_chart(rows: list[dict], capacity, static_dir: Path, name: str, ru
                           f"with the latency objective and the achieved rate. {listing}.",
                       caption=f"Latency percentiles (log scale) and achieved rate against the offered rate "
                               f"{base.where(rows, run_id)}. {words_.stats_words(rows, 'Points', ())} "
-                              f"{capacity.sentence()}")
+                              f"{capacity.sentence()}{_lines_words(capacity)}")
 
 
 def _legend(ax, size: layout.Size, ncol: int):
     """A legend above the plot, outside it: it covers no line."""
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=ncol, fontsize=size.small, frameon=False,
               borderaxespad=0.2, handlelength=1.6, columnspacing=1.0)
+
+
+def _lines_words(capacity) -> str:
+    """What the vertical lines mark (as :func:`_capacity_lines` draws them)."""
+    if not capacity.optimistic_rate:
+        return ""
+    if capacity.optimistic_rate == capacity.conservative_rate:
+        return " Dotted line: the capacity at the objective."
+    if not capacity.conservative_rate:
+        return " Dash-dotted line: the optimistic figure (there is no conservative capacity)."
+    return " Dotted line: the conservative capacity, the figure to quote; dash-dotted line: the optimistic figure."
 
 
 def _capacity_lines(top, bottom, capacity) -> None:
@@ -107,10 +118,10 @@ def _capacity_lines(top, bottom, capacity) -> None:
     if capacity.conservative_rate:
         same = capacity.conservative_rate == capacity.optimistic_rate
         lines.append((capacity.conservative_rate, "conservative", ":", "#2e7d32",
-                      "capacity at the objective" if same else "capacity (conservative)"))
+                      "capacity at the objective" if same else "conservative capacity"))
     if capacity.optimistic_rate and capacity.optimistic_rate != capacity.conservative_rate:
         lines.append((capacity.optimistic_rate, "optimistic", "-.", "#8bc34a",
-                      "optimistic: highest rate that met it"))
+                      "optimistic capacity"))
     for rate, gid, style, color, label in lines:
         for ax in (top, bottom):
             ax.axvline(rate, color=color, linestyle=style, linewidth=1.6,
@@ -136,7 +147,7 @@ def _rate_sweep_figure(rows: list[dict], capacity, size: layout.Size) -> "Figure
             top.scatter([r["offered_rate"]], [r["p99_ms"]], s=90, facecolors="none", edgecolors=base.OFFERED, zorder=4)
     top.set_ylabel("latency, ms (log scale)", fontsize=size.small)
     entries = len(top.get_legend_handles_labels()[1])
-    ncol = 3 if size is layout.NARROW else (5 if entries <= 5 else 4)
+    ncol = (3 if entries <= 6 else 2) if size is layout.NARROW else (5 if entries <= 5 else 4)
     _legend(top, size, ncol)
     top.set_title(base.host_title("Rate sweep", rows, size), loc="left", fontsize=size.font,
                   pad=8 + 16 * math.ceil(entries / ncol))
