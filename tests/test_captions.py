@@ -181,3 +181,41 @@ def test_every_chart_caption_agrees_with_the_tables(built_site):
             checked += 1
     assert checked > 20
     assert not problems, "\n".join(problems)
+
+
+# --- the rate sweep's capacity lines ----------------------------------------------------------------------
+def _sweep_rows(points) -> list[dict]:
+    return [{"offered_rate": p.offered_rate, "requests_per_sec": p.achieved_rate, "p99_ms": p.latency("99"),
+             "server": "sandbox", "run_id": "sweep", "same_machine": True, "step": "rate-sweep",
+             "variant": f"rate-{p.offered_rate:.0f}", "label": f"{p.offered_rate:.0f}", "n": 1} for p in points]
+
+
+def _capacity_lines(points, tmp_path):
+    from tunepath.analysis.sweep import capacity
+    from tunepath.publish import chartlayout as layout
+    from tunepath.publish.sweepcharts import _rate_sweep_figure, rate_sweep_chart
+    cap = capacity(points, slo_ms=10)
+    fig = _rate_sweep_figure(_sweep_rows(cap.points), cap, layout.WIDE)
+    top = fig.axes[0]
+    drawn = {line.get_gid(): (line.get_xdata()[0], line.get_label()) for line in top.get_lines()
+             if (line.get_gid() or "").startswith(("ref-conservative", "ref-optimistic"))}
+    chart = rate_sweep_chart(_sweep_rows(cap.points), cap, tmp_path, "rate-sweep-test", "sweep")
+    return cap, drawn, chart.caption
+
+
+def test_the_rate_sweep_chart_marks_the_conservative_capacity_and_the_optimistic_apart(tmp_path):
+    """A miss below a rate that met the objective: the dotted line stands at the capacity to quote
+    (the conservative one), a dash-dotted line at the optimistic figure, each named in the legend
+    and the caption."""
+    from tunepath.analysis.sweep import SweepPoint
+    p = [SweepPoint(r, r, {"99": ms}) for r, ms in ((1000, 2.0), (2000, 3.0), (3000, 30.0), (4000, 5.0),
+                                                   (5000, 50.0))]
+    cap, drawn, caption = _capacity_lines(p, tmp_path)
+    assert (cap.conservative_rate, cap.optimistic_rate) == (2000, 4000)
+    assert drawn == {"ref-conservative-top": (2000, "conservative capacity"),
+                     "ref-optimistic-top": (4000, "optimistic capacity")}
+    assert "Dotted line: the conservative capacity, the figure to quote; dash-dotted line: the optimistic" in caption
+    same = [SweepPoint(r, r, {"99": ms}) for r, ms in ((1000, 2.0), (2000, 3.0), (3000, 30.0))]
+    cap, drawn, caption = _capacity_lines(same, tmp_path)
+    assert drawn == {"ref-conservative-top": (2000, "capacity at the objective")}
+    assert caption.endswith("Dotted line: the capacity at the objective.")

@@ -15,7 +15,7 @@ from hugosite import hugo
 from tunepath.analysis.compare import compare_document, default_pair, fact_rows, kernel_parameters
 from tunepath.analysis.frames import measurements_frame
 from tunepath.analysis.pairing import RULES, choose_default, common_ground, host_kind, same_kind
-from tunepath.evidence.store import Run, RunStore
+from tunepath.evidence.store import Measurement, Run, RunStore
 from tunepath.model.context import HostContext
 from tunepath.model.run import HostRecord, RunInfo
 from tunepath.steps import REGISTRY
@@ -139,6 +139,22 @@ def test_the_recorded_closed_loop_run_against_a_wrk2_run():
     assert rows["context.tool"]["differs"] and rows["context.threads"]["state"] == "same"
     assert rows["server.java_version"]["differs"]                # Java 25 against 17
     assert rows["server.kernel"]["differs"]
+
+
+def test_several_clients_each_offered_the_rate_and_the_total_is_said():
+    """Where two clients drove the load at once, each offered the context's rate: the row says per
+    client and the total, and differs from a one-client run at the same rate."""
+    one, two = run("one"), run("two")
+    two.measurements.append(Measurement("baseline", "default", Path("a"), "wrk2", "wrk2", "two", "client",
+                                        parts=(("client1", Path("a")), ("client2", Path("b")))))
+    rows = {r["key"]: r for r in fact_rows(one, two)}
+    assert rows["context.rate"]["a"] == "14,000 req/s"
+    assert rows["context.rate"]["b"].startswith("14,000 req/s per client: 28,000 req/s in all")
+    assert rows["context.rate"]["differs"]
+    recorded = STORE.load("live-20261124-081847-vm")             # two clients at once on the lab
+    rate = recorded.context.rate
+    shown = {r["key"]: r for r in fact_rows(recorded, recorded)}["context.rate"]["a"]
+    assert shown.startswith(f"{rate:,} req/s per client: {2 * rate:,} req/s in all where 2 clients")
 
 
 def test_facts_not_recorded_are_unknown_and_java_compares_by_version():

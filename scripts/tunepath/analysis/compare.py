@@ -26,7 +26,6 @@ from tunepath.analysis import stats
 from tunepath.analysis.pairing import choose_default, host_kind, page_order
 from tunepath.evidence.store import FACT_KEYS, Run
 from tunepath.model.cmdline import KernelCmdline
-from tunepath.model.context import HostContext
 
 __all__ = ["pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
 
@@ -97,26 +96,42 @@ def _java(text: str):
     return found.group(0) if found else text
 
 
-def _tool(c: HostContext) -> str:
+def _clients(run: Run) -> int:
+    """The most clients that drove one measurement of the run at once (its parts), at least one."""
+    return max([len(m.parts) for m in run.measurements] + [1])
+
+
+def _tool(run: Run) -> str:
+    c = run.context
     if c.open_loop:
         return "wrk2 (open loop)"
     return f"{c.load_generator.rsplit('/', 1)[-1] or c.load_generator} (closed loop)"
 
 
-def _offered(c: HostContext) -> str:
-    return f"{c.rate:,} req/s" if c.open_loop else "closed loop (no offered rate)"
+def _offered(run: Run) -> str:
+    """The offered rate; where several clients drove the load at once, each offered it: per client,
+    and the total."""
+    c, n = run.context, _clients(run)
+    if not c.open_loop:
+        return "closed loop (no offered rate)"
+    if n == 1:
+        return f"{c.rate:,} req/s"
+    return f"{c.rate:,} req/s per client: {n * c.rate:,} req/s in all where {n} clients drove the load at once"
 
 
-def _warmup(c: HostContext) -> str:
+def _warmup(run: Run) -> str:
+    c = run.context
     if c.steady_state:
         return f"until steady ({c.warmup_window_s} s windows, at most {c.warmup_s} s)"
     return f"{c.warmup_s} s" if c.warmup_s else "none"
 
 
-LOAD_ROWS = (("tool", "load generator", _tool), ("load_generator", "load generator binary", lambda c: c.load_generator),
-             ("rate", "offered rate", _offered), ("threads", "load-generator threads", lambda c: f"{c.threads:,}"),
-             ("connections", "connections", lambda c: f"{c.connections:,}"),
-             ("duration_s", "duration of each load run", lambda c: f"{c.duration_s:,} s"),
+LOAD_ROWS = (("tool", "load generator", _tool),
+             ("load_generator", "load generator binary", lambda r: r.context.load_generator),
+             ("rate", "offered rate", _offered),
+             ("threads", "load-generator threads", lambda r: f"{r.context.threads:,}"),
+             ("connections", "connections", lambda r: f"{r.context.connections:,}"),
+             ("duration_s", "duration of each load run", lambda r: f"{r.context.duration_s:,} s"),
              ("warmup_s", "warm-up before each measurement", _warmup))
 
 
@@ -144,7 +159,7 @@ def fact_rows(a: Run, b: Run) -> list[dict]:
     rows = [FactRow.of("setting", "same_machine", "server and client on one machine",
                        _show(a.same_machine), _show(b.same_machine))]
     rows += _host_rows(a, b)
-    rows += [FactRow.of("load", f"context.{key}", label, show(a.context), show(b.context))
+    rows += [FactRow.of("load", f"context.{key}", label, show(a), show(b))
              for key, label, show in LOAD_ROWS]
     return [r.to_data() for r in rows]
 

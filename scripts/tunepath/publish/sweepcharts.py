@@ -91,13 +91,41 @@ def rate_sweep_chart(rows: list[dict], capacity, static_dir: Path, name: str, ru
                           f"with the latency objective and the achieved rate. {listing}.",
                       caption=f"Latency percentiles (log scale) and achieved rate against the offered rate "
                               f"{base.where(rows, run_id)}. {words_.stats_words(rows, 'Points', ())} "
-                              f"{capacity.sentence()}")
+                              f"{capacity.sentence()}{_lines_words(capacity)}")
 
 
 def _legend(ax, size: layout.Size, ncol: int):
     """A legend above the plot, outside it: it covers no line."""
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=ncol, fontsize=size.small, frameon=False,
               borderaxespad=0.2, handlelength=1.6, columnspacing=1.0)
+
+
+def _lines_words(capacity) -> str:
+    """What the vertical lines mark (as :func:`_capacity_lines` draws them)."""
+    if not capacity.optimistic_rate:
+        return ""
+    if capacity.optimistic_rate == capacity.conservative_rate:
+        return " Dotted line: the capacity at the objective."
+    if not capacity.conservative_rate:
+        return " Dash-dotted line: the optimistic figure (there is no conservative capacity)."
+    return " Dotted line: the conservative capacity, the figure to quote; dash-dotted line: the optimistic figure."
+
+
+def _capacity_lines(top, bottom, capacity) -> None:
+    """Vertical lines at the capacity to quote (the conservative one) and, where it differs, at
+    the optimistic figure, each named in the legend above the plot."""
+    lines = []
+    if capacity.conservative_rate:
+        same = capacity.conservative_rate == capacity.optimistic_rate
+        lines.append((capacity.conservative_rate, "conservative", ":", "#2e7d32",
+                      "capacity at the objective" if same else "conservative capacity"))
+    if capacity.optimistic_rate and capacity.optimistic_rate != capacity.conservative_rate:
+        lines.append((capacity.optimistic_rate, "optimistic", "-.", "#8bc34a",
+                      "optimistic capacity"))
+    for rate, gid, style, color, label in lines:
+        for ax in (top, bottom):
+            ax.axvline(rate, color=color, linestyle=style, linewidth=1.6,
+                       gid=f"ref-{gid}-{'top' if ax is top else 'bottom'}", label=label if ax is top else None)
 
 
 def _rate_sweep_figure(rows: list[dict], capacity, size: layout.Size) -> "Figure":
@@ -113,21 +141,20 @@ def _rate_sweep_figure(rows: list[dict], capacity, size: layout.Size) -> "Figure
     top.set_yscale("log")
     top.axhline(capacity.slo_ms, color=base.OFFERED, linestyle="--", linewidth=1, gid="ref-objective",
                 label=f"objective p{capacity.percentile} ≤ {capacity.slo_ms:g} ms")
-    if capacity.capacity_rate:
-        for ax in (top, bottom):
-            ax.axvline(capacity.capacity_rate, color="#8bc34a", linestyle=":", linewidth=1.4,
-                       gid=f"ref-capacity-{'top' if ax is top else 'bottom'}")
+    _capacity_lines(top, bottom, capacity)
     for r, ok in zip(rows, capacity.meets):
         if not ok and _finite(r.get("p99_ms")):
             top.scatter([r["offered_rate"]], [r["p99_ms"]], s=90, facecolors="none", edgecolors=base.OFFERED, zorder=4)
     top.set_ylabel("latency, ms (log scale)", fontsize=size.small)
-    _legend(top, size, 3 if size is layout.NARROW else 5)
+    entries = len(top.get_legend_handles_labels()[1])
+    ncol = (3 if entries <= 6 else 2) if size is layout.NARROW else (5 if entries <= 5 else 4)
+    _legend(top, size, ncol)
     top.set_title(base.host_title("Rate sweep", rows, size), loc="left", fontsize=size.font,
-                  pad=40 if size is layout.NARROW else 24)
+                  pad=8 + 16 * math.ceil(entries / ncol))
     bottom.plot(xs, xs, color=base.CONTEXT, linestyle="--", linewidth=1, label="offered")
     bottom.plot(xs, [r["requests_per_sec"] for r in rows], marker="o", color=base.HIGHLIGHT, label="achieved")
     bottom.set_ylabel("requests/s", fontsize=size.small)
-    bottom.set_xlabel(layout.wrap("offered rate, requests/s (dotted: capacity at the objective; circled: misses it)",
+    bottom.set_xlabel(layout.wrap("offered rate, requests/s (circled: misses the objective)",
                                   size.line), fontsize=size.small)
     _legend(bottom, size, 2)
     for ax in (top, bottom):
