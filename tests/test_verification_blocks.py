@@ -1,10 +1,11 @@
 """Verification blocks a reader can trust: trimmed to what matters, honest about the state they
-were recorded in, and saying so when a run skipped them.
+were recorded in, and saying what became of a check with no output (skipped, ran and printed
+nothing, failed).
 
 Unit tests of the rules (publish/excerpt.py, publish/cmdline.py, publish/verification.py) on the
 outputs recorded in runs/, then checks on the built pages: no lscpu flags or vulnerability list
-and no init arguments of a kernel command line outside a collapsed block, every skipped check
-says so with its reason, no skip reason repeated in a run's block, each historical source's
+and no init arguments of a kernel command line outside a collapsed block, every check with no
+output says whether it was skipped (and why), printed nothing or failed (and what it printed), no skip reason repeated in a run's block, each historical source's
 hardware said once, no internal seed numbers.
 """
 
@@ -117,13 +118,15 @@ def test_other_outputs_are_cut_to_their_first_lines_only_when_long():
 
 
 # --- verification entries ----------------------------------------------------------------------
-def test_a_check_the_run_tried_and_could_not_record_is_an_entry_with_its_reason():
+def test_a_check_with_no_output_says_whether_it_ran_printed_nothing_failed_or_was_skipped():
     run = STORE.load(LAB)
     dmesg = verification_entries(run, "baseline")["dmesg-iommu"]
-    assert dmesg["status"] == "skipped" and dmesg["reason"] == "the command printed nothing"
+    assert dmesg["status"] == "empty" and dmesg["reason"] == "the command printed nothing" and dmesg["output"] == ""
     numa = verification_entries(run, "numa")
-    assert numa["numactl-h"]["status"] == "skipped" and "numactl: command not found" in numa["numactl-h"]["reason"]
-    assert numa["numa-topology"]["reason"] == "single NUMA node: nothing to place"      # a probe block
+    assert numa["numactl-h"]["status"] == "failed" and "numactl: command not found" in numa["numactl-h"]["output"]
+    assert numa["nic-numa-node"]["status"] == "failed" and "No such file or directory" in numa["nic-numa-node"]["output"]
+    topology = numa["numa-topology"]                                                  # a probe block it did not run
+    assert topology["status"] == "skipped" and topology["reason"] == "single NUMA node: nothing to place"
 
 
 def test_an_output_recorded_without_the_steps_change_names_that_change():
@@ -181,20 +184,28 @@ def test_no_lscpu_flags_or_init_arguments_outside_a_collapsed_block(built_site):
 
 
 @pytest.mark.site
-def test_every_skipped_check_says_so_with_its_reason(built_site):
+def test_every_check_without_output_says_what_became_of_it(built_site):
+    """Skipped: "Skipped" and why, no output; ran and printed nothing: says so, never "Skipped";
+    failed: says so, then what it printed."""
     data = {p.stem: json.loads(p.read_text()) for p in (built_site.site_dir / "data" / "steps").glob("*.json")}
-    skipped = [(step, r["run_id"], name, v["reason"]) for step, d in data.items() for r in d["runs"]
-               for name, v in (r.get("verification") or {}).items() if v.get("status") == "skipped"]
-    assert skipped, "the lab run skipped some checks (dmesg unreadable, numactl missing)"
-    seen = 0
-    for step, run_id, name, reason in skipped:
+    checks = [(step, r["run_id"], name, v) for step, d in data.items() for r in d["runs"]
+              for name, v in (r.get("verification") or {}).items() if v.get("status") != "recorded"]
+    assert {v["status"] for *_, v in checks} >= {"empty", "failed"}, "dmesg printed nothing, numactl was missing"
+    seen = set()
+    for step, run_id, name, v in checks:
         soup = BeautifulSoup(built_site.page(step).read_text(encoding="utf-8"), "html.parser")
         for block in soup.select(f'div.verification[data-name="{name}"] div.verification-run[data-run="{run_id}"]'):
-            seen += 1
-            note = block.select_one("p.verification-skipped")
-            assert note is not None and "Skipped" in note.get_text() and reason in note.get_text(), (step, name)
-            assert block.select_one("pre.output") is None                      # no output pretending to be one
-    assert seen, "no skipped check is shown on a page"
+            seen.add(v["status"])
+            note = block.select_one(f"p.verification-{v['status']}").get_text(" ")
+            output = block.select_one("pre.output")
+            if v["status"] == "skipped":
+                assert "Skipped" in note and v["reason"] in note and output is None, (step, name)
+            elif v["status"] == "empty":
+                assert "Skipped" not in note and "printed nothing" in note and output is None, (step, name)
+            else:
+                assert "Failed" in note and "Skipped" not in note, (step, name)
+                assert v["output"] in output.get_text(), (step, name)
+    assert seen >= {"empty", "failed"}, "no check that ran without output is shown on a page"
 
 
 @pytest.mark.site

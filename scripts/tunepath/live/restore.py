@@ -18,6 +18,7 @@ from tunepath.live.facts import channels_command, parse_channels
 from tunepath.live.hosts import Host
 from tunepath.live.hoststate import GRUB_DROP_IN, NR_HUGEPAGES, STATE_FILE, OriginalState, load_original_state
 from tunepath.live.reboot import reboot_and_wait
+from tunepath.model.cmdline import KernelCmdline
 from tunepath.model.context import brace_ranges, cpu_ranges, parse_cpu_list
 from tunepath.model.shell import number, path, quote
 
@@ -136,7 +137,10 @@ def reboot_to_original(host: Host, reconnect, forget: bool = True) -> tuple[Host
         if got != wanted:
             raise TunepathError(f"on {host.name}: after the reboot the kernel command line is `{got}`, not the "
                                 f"original `{wanted}`; the saved state stays in {STATE_FILE}")
-        lines.append(f"rebooted {host.name}: the kernel command line is the original again (`{got}`)")
+        shown = KernelCmdline.parse(got).shown
+        shown = f"`{shown}`" if shown else "none of the path's kernel parameters"
+        lines.append(f"rebooted {host.name}: the kernel command line is the original again ({shown}; "
+                     "full line in the run record)")
     if forget and state is not None:
         host.run(f"rm -f {quote(STATE_FILE)}", check=False, timeout=15)
     return host, lines

@@ -20,6 +20,7 @@ from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
 from tunepath.publish.commands import bindings_entry, commands_entry, reader_verification_commands
+from tunepath.publish.reader_words import host_label, loopback_everywhere, reader_words
 from tunepath.publish.verification import kernel_cmdline_entry, verification_entries
 
 __all__ = ["display", "run_block", "step_document", "summary_document", "write_json", "precision_entries",
@@ -51,7 +52,7 @@ def measurement_entry(row: dict) -> dict:
                                                 "server_cpu_per_req": fmt.micros(num(r["server_cpu_us_per_req"])),
                                                 "latency_p99": fmt.latency(num(r["p99_ms"]))}))
                         for r in row.get("repetitions") or []],
-        "clients": [clean(dict(c, display={"requests_per_sec": fmt.rate(num(c["requests_per_sec"])),
+        "clients": [clean(dict(c, client=host_label(str(c.get("client") or "")), display={"requests_per_sec": fmt.rate(num(c["requests_per_sec"])),
                                             "latency_p99": fmt.latency(num(c["p99_ms"]))}))
                     for c in row.get("clients") or []],
         "latency_merge": clean(row.get("latency_merge")),
@@ -92,8 +93,15 @@ def _versions(run: Run) -> dict:
 
 def notes_for(run: Run, step: str | None, sequence_steps: set[str] = frozenset()) -> list[str]:
     """A run's notes that concern ``step`` (None: the summary, which shows the tuning sequence's
-    steps, ``sequence_steps``): a note may be limited to some steps."""
-    return [note.text for note in run.info.notes if note.concerns(step, sequence_steps)]
+    steps, ``sequence_steps``): a note may be limited to some steps. Its text as a reader reads
+    it (publish/reader_words.py): hosts by name, kernel command lines reduced; run.json keeps it whole."""
+    return [reader_words(note.text, run.server.name, _clients(run))
+            for note in run.info.notes if note.concerns(step, sequence_steps)]
+
+
+def _clients(run: Run) -> set[str]:
+    """The addresses the run reached its clients at (each part of a measurement several drove)."""
+    return {part.client for m in run.measurements for part in m.live.parts}
 
 
 def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = frozenset()) -> dict:
@@ -132,7 +140,7 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
         "warmup_rule": warmup_rule_entry(run),
         "modes": modes_entry(run, frame),
     })
-    return block
+    return loopback_everywhere(block, run.server.name, _clients(run))
 
 
 def modes_entry(run: Run, frame: pd.DataFrame) -> dict:
@@ -277,7 +285,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                       for r in sorted(others[others.step == step].to_dict("records"),
                                       key=lambda r: path.sort_key(r["step"], r["variant"], run.context))]}
             for step in [s.name for s in path if s.name in set(others.step)]]
-        hosts.append(entry)
+        hosts.append(loopback_everywhere(entry, run.server.name, _clients(run)))
     return {"notebook": notebook, "hosts": hosts}
 
 

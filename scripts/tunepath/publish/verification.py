@@ -8,7 +8,11 @@ Each verification entry says what happened to the check in that run:
   was recorded in differs from the one the step measures: a change of the step that was not
   applied before it (a dry run, or skipped, with the run's reason), or a JVM other than the one
   the measurements ran on;
-- ``status: "skipped"``: the run tried the check and recorded why it has no output (``reason``).
+- ``status: "empty"``: the check's command ran and printed nothing (``reason`` says so);
+- ``status: "failed"``: the check's command ran and failed; ``output`` (and ``reason``) hold the
+  last line it printed on its error output;
+- ``status: "skipped"``: the run did not run the check (a plan block skipped) and recorded why
+  (``reason``).
 
 A check a run never tried has no entry; the page says so.
 """
@@ -109,21 +113,31 @@ def _recorded(run: Run, v: Verification, blocks: list[dict]) -> dict:
             "conditions": [java] if java else [], "unapplied": _unapplied(blocks, v.name, v.command)}
 
 
-def _skip_reason(reason: str) -> str:
-    return "the command printed nothing" if reason.strip() in ("", "no output") else reason
+_EMPTY = "the command printed nothing"
+
+
+def _not_recorded(b: dict, ran: bool) -> dict:
+    """A check with no recorded output: one that ran (a ``verify-`` block: it printed nothing, or
+    failed with what it printed) or one the run skipped, with why."""
+    reason = (b.get("reason") or "").strip()
+    entry = {"host": b.get("host") or "server", "command": b.get("text") or ""}
+    if not ran:
+        return {"status": "skipped", **entry, "reason": reason or "no reason recorded"}
+    if reason in ("", "no output"):
+        return {"status": "empty", **entry, "reason": _EMPTY, "output": ""}
+    return {"status": "failed", **entry, "reason": reason, "output": reason}
 
 
 def verification_entries(run: Run, step: str) -> dict[str, dict]:
     """``run``'s verification checks for ``step``, by name: the recorded outputs, then the checks
-    it tried and recorded as skipped (a ``verify-<name>`` block, or a read-only plan block whose id
-    is the check's name), with why."""
+    whose command ran and printed nothing or failed (a ``verify-<name>`` block the run marked
+    skipped), then those it skipped (a read-only plan block whose id is the check's name), with why."""
     blocks = _step_blocks(run, step)
     out = {v.name: _recorded(run, v, blocks) for v in run.verifications if v.step == step}
     for b in blocks:
         name = b["block"].removeprefix(_VERIFY)
         if b.get("outcome") == "skipped" and name not in out:
-            out[name] = {"status": "skipped", "host": b.get("host") or "server", "command": b.get("text") or "",
-                         "reason": _skip_reason(b.get("reason") or "")}
+            out[name] = _not_recorded(b, ran=b["block"].startswith(_VERIFY))
     return out
 
 
