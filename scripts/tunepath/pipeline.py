@@ -38,6 +38,7 @@ from tunepath.publish.frame_display import install as _show_frames_for_readers
 from tunepath.memo import shared
 from tunepath.project import project_dir
 from tunepath.publish.hugo_data import write_json
+from tunepath.publish.reader_words import host_label, loopback_words
 from tunepath.settings import LIVE, resolve_paths
 from tunepath.steps import REGISTRY
 
@@ -206,7 +207,7 @@ def table(result: StepResult) -> pd.DataFrame:
 def flags(result: StepResult) -> pd.DataFrame:
     """Every noise flag of the step's measurements, one row each (what, where, which repetition)."""
     rows = [{"run_id": r["run_id"], "variant": r["variant"], "repetition": f.repetition, "code": f.code,
-             "host": f.host, "concerns": f.field, "text": f.text}
+             "host": host_label(f.host) if f.host else f.host, "concerns": f.field, "text": loopback_words(f.text)}
             for r in result.frame.to_dict("records") for f in r["flags"]]
     return pd.DataFrame(rows, columns=["run_id", "variant", "repetition", "code", "host", "concerns", "text"])
 

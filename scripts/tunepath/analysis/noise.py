@@ -181,9 +181,14 @@ def _foreign_load_flag(host: str, u: dict, entry: dict, window, cpus, *, same_ma
     why = ("httpd, the proxy under test, is counted here: its CPU time is not separated" if proxy_here else
            "other processes competed (interrupt and softirq time, the network's own work, is not counted)")
     return [_flag("foreign-load", "requests_per_sec",
-                  f"{foreign:.0f} % of the {host}'s CPU time was busy outside the Tomcat and "
+                  f"{foreign:.0f} % of {_host_words(host)} CPU time was busy outside the Tomcat and "
                   f"load-generator processes (threshold {t.foreign_pct:g} %): {why}", host,
                   severity="info" if proxy_here else "warning")]
+
+
+def _host_words(host: str) -> str:
+    """Whose CPU time, in words: "server" → "the server's", "client-1" → "client 1's"."""
+    return "the server's" if host == "server" else f"{host.replace('-', ' ')}'s"
 
 
 def _host_cpu_flags(entry: dict, window, server_cpus: int | None, client_cpus: int | None, *,

@@ -283,6 +283,10 @@ def _output(run: dict, name: str) -> str:
     head = f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
     if v.get("status") == "skipped":
         return head + f"Skipped on {where}, so there is no output: {v.get('reason') or 'no reason recorded'}.\n"
+    if v.get("status") == "empty":
+        return head + f"Ran on {where} and printed nothing.\n"
+    if v.get("status") == "failed":
+        return head + f"Failed on {where}; it printed:\n\n```output\n{v['output'].rstrip()}\n```\n"
     notes = "".join(f"{c['text']}\n\n" for c in v.get("conditions") or () if c.get("text"))
     text = (v.get("excerpt") if v.get("trimmed") else None) or v["output"]
     cut = " (the lines that matter; the run record holds the whole output)" if v.get("trimmed") else ""
