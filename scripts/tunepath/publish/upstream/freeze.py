@@ -123,7 +123,8 @@ class Freezer:
                   "results": self._results, "charts": self._charts, "chart": self._charts,
                   "precision": self._precision, "latency-corrections": self._latency,
                   "sweep": self._sweep, "jvm-modes": self._modes, "historical": self._historical,
-                  "summary": self._summary, "compare": self._compare, "variables": self._variables}
+                  "summary": self._summary, "compare": self._compare, "variables": self._variables,
+                  "sweep-commands": self._sweep_commands}
         if name not in simple:
             raise TunepathError(f"{where}: no plain-Markdown rendering for shortcode {name!r} "
                                 "(add one in tunepath/publish/upstream/freeze.py)")
@@ -182,6 +183,21 @@ class Freezer:
         if not rebooted:
             return "No run of this step rebooted the server here, so none recorded the new kernel command line."
         return "\n\n".join(_cmdline_diff(self._used(out, r), block) for r in chosen or rebooted)
+
+    def _sweep_commands(self, a, out, where) -> str:
+        """The rate sweep's other load blocks (``load-rate-N`` after the one shown in full), rate by
+        rate, as a reader types them: one line naming the rates, then one code block."""
+        after = a.get("after")
+        run = self._run(a, out, where, lambda r: after in (r.get("commands") or {}))
+        rest = sorted(((int(i.removeprefix("load-rate-")), b) for i, b in (run.get("commands") or {}).items()
+                       if i.startswith("load-rate-") and i != after and i.removeprefix("load-rate-").isdigit()),
+                      key=lambda pair: pair[0])
+        if not rest:
+            return ""
+        rates = ", ".join(f"{rate:,}" for rate, _ in rest)
+        text = "\n".join(command_text(b) for _, b in rest)
+        return (f"The other rates run the same command with only `-R` changed: {rates} req/s, in that order.\n\n"
+                f"```bash\n{text}\n```\n")
 
     def _variables(self, a, out, where) -> str:
         """The path's variables (data/steps/setup.json): a table, then the export lines per host."""
