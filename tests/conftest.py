@@ -14,10 +14,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-SHARED = Path(os.environ.get("TUNEPATH_SHARED", ROOT.parent / "shared"))
+TEST_DATA = ROOT / "tests" / "data"
+# Copies of the workplace's shared folder (../shared: real load-generator outputs, the original's
+# published outputs, wrk2's upstream tarball), kept in the repository so that a clone without it
+# runs every test; tests/test_shared_copies.py diffs them against the folder where it exists.
+SHARED = TEST_DATA / "shared"
+SHARED_SOURCE = Path(os.environ.get("TUNEPATH_SHARED", ROOT.parent / "shared"))
 FIXTURES = SHARED / "fixtures"
 REFERENCE = SHARED / "reference"
-TEST_DATA = ROOT / "tests" / "data"
+VENDOR = SHARED / "vendor"
 ARTIFACTS = ROOT / "test-artifacts"
 LP_PATH = "learning-paths/servers-and-cloud-computing/tomcat-tuning"
 
@@ -54,11 +59,6 @@ def built_site(tmp_path_factory) -> BuiltSite:
     site_dir = tmp_path_factory.mktemp("site")
     public = build_site(site_dir=site_dir)
     return BuiltSite(site_dir=site_dir, public=public, lp=public / LP_PATH)
-
-
-def need_shared():
-    if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES} (set TUNEPATH_SHARED)")
 
 
 def unavailable(why: str) -> None:

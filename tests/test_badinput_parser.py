@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA, need_shared
+from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA
 from tunepath.analysis.noise import flags_for
 from tunepath.parse.reports import ParseError, ReportReadError, parse_report, parse_report_file
 from tunepath.parse.source import MAX_REPORT_BYTES, decode
@@ -58,8 +58,7 @@ def parsed(proc: subprocess.CompletedProcess) -> dict:
 def wrk_reports() -> list[Path]:
     """Every real wrk/wrk2 report (not the usage texts or empty outputs)."""
     files = sorted(TEST_DATA.glob("wrk*/*.txt")) + sorted((ROOT / "runs").glob("*/raw/*.txt"))
-    if FIXTURES.is_dir():
-        files += sorted(FIXTURES.glob("wrk*/*.txt")) + sorted(REFERENCE.glob("*/*.txt"))
+    files += sorted(FIXTURES.glob("wrk*/*.txt")) + sorted(REFERENCE.glob("*/*.txt"))
     texts = {f: f.read_text(errors="replace") for f in files}
     return [f for f, text in texts.items() if "requests in" in text and "This is ApacheBench" not in text]
 
@@ -127,7 +126,6 @@ def test_inputs_above_the_size_limit_are_refused_before_reading(tmp_path):
 
 
 def test_a_report_in_utf16_or_with_a_bom_is_read():
-    need_shared()
     text = (FIXTURES / "wrk2" / "ulatency.txt").read_text()
     want = parse_report(text).to_dict()
     assert parse_report(decode(b"\xff\xfe" + text.encode("utf-16-le"))).to_dict() == want
@@ -176,7 +174,6 @@ def test_a_disagreeing_or_impossible_rate_names_both_figures(token, code):
 
 def test_the_tolerance_comes_from_the_printed_precision():
     # 193268 requests in 11.82s: 11.815 s … 11.825 s allows 16344.0 … 16357.8 req/s
-    need_shared()
     text = (FIXTURES / "wrk2" / "t128_c1280_R500k_d12.txt").read_text()
     assert parse_report(text).problems == []                       # printed 16356.40: inside
     assert parse_report(text.replace("16356.40", "16357.70")).problems == []
@@ -254,7 +251,6 @@ def test_nul_bytes_and_invalid_utf8_are_named(path, where, bad):
 
 
 def test_a_nul_byte_in_the_spectrum_no_longer_cuts_the_histogram():
-    need_shared()
     text = (FIXTURES / "wrk2" / "realistic_60s_U_latency.txt").read_text()
     full = parse_report(text)
     lines = text.splitlines(keepends=True)
@@ -272,7 +268,6 @@ def test_a_nul_byte_in_the_spectrum_no_longer_cuts_the_histogram():
 
 
 def test_a_section_cut_short_is_reported():
-    need_shared()
     text = (FIXTURES / "wrk2" / "ulatency.txt").read_text()
     lines = text.splitlines(keepends=True)
     footer = next(i for i, ln in enumerate(lines) if ln.startswith("#[Mean"))
@@ -282,7 +277,6 @@ def test_a_section_cut_short_is_reported():
 
 # --- two reports in one file ---------------------------------------------------------------
 def test_two_reports_in_one_file_are_refused(tmp_path):
-    need_shared()
     pairs = [(a, b) for a in REPORTS[::7] for b in REPORTS[::11]]
     for a, b in pairs:
         with pytest.raises(ParseError, match="more than one report: line"):
@@ -330,7 +324,6 @@ def test_impossible_values_are_flagged(old, new, field):
 
 
 def test_decreasing_percentiles_and_a_spectrum_that_is_not_cumulative():
-    need_shared()
     wrk = (FIXTURES / "wrk" / "latency.txt").read_text()
     r = parse_report(wrk.replace("99%    5.31ms", "99%    0.01ms"))
     assert [(p.code, p.field) for p in r.problems] == [("absurd", "percentiles_ms")]
@@ -341,7 +334,6 @@ def test_decreasing_percentiles_and_a_spectrum_that_is_not_cumulative():
 
 # --- the shape and the contract ----------------------------------------------------------------
 def test_plain_wrk_is_wrk_and_excerpts_keep_no_tool():
-    need_shared()
     for name in ("plain.txt", "notfound_404.txt", "latency.txt"):
         assert parse_report((FIXTURES / "wrk" / name).read_text()).tool == "wrk"
     for name in ("plain.txt", "plain_15s_calibrated.txt", "notfound_404.txt"):
@@ -358,7 +350,6 @@ def test_zero_responses_leave_the_histogram_max_undefined_too():
 
 
 def test_the_json_carries_the_header_duration_and_the_uncorrected_histogram():
-    need_shared()
     data = parsed(cli(str(FIXTURES / "wrk2" / "realistic_60s_U_latency.txt")))
     assert data["header_duration_s"] == 60.0 and data["duration_s"] == 60.0
     u = data["uncorrected_histogram"]

@@ -9,7 +9,7 @@ from hdrh.histogram import HdrHistogram
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, REFERENCE, need_shared
+from conftest import FIXTURES, REFERENCE
 from tunepath.errors import TunepathError
 from tunepath.parse.merge import MERGE_KEYS, MergedLatency, _Reader, merge_reports, spectrum_buckets
 from tunepath.parse.wrk import Histogram, WrkReport
@@ -28,7 +28,6 @@ SPECTRUM_FILES = [
 
 
 def load(path, tool=None) -> WrkReport:
-    need_shared()
     return parse_report_file(path, tool)
 
 

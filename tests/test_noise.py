@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, ROOT, need_shared
+from conftest import FIXTURES, ROOT
 from tunepath.analysis.noise import Thresholds, flags_for, requested_duration
 from tunepath.steps import REGISTRY
 from tunepath.parse.wrk import parse_file
@@ -31,7 +31,6 @@ def flags(report, entry=None, **kw):
 
 @pytest.fixture
 def plain():
-    need_shared()
     return parse_file(FIXTURES / "wrk2" / "plain_15s_calibrated.txt")
 
 
@@ -84,7 +83,6 @@ def test_several_clients_are_judged_one_by_one(plain):
 
 
 def test_overload_calibration_duration_and_errors():
-    need_shared()
     over = parse_file(FIXTURES / "wrk2" / "overload_R1M.txt")
     cmd = (FIXTURES / "wrk2" / "overload_R1M.cmd").read_text().splitlines()[0]
     got = flags(over, command=cmd, offered_rate=1_000_000)
@@ -111,7 +109,6 @@ def test_requested_duration_reads_each_tool():
 # --- repetitions ------------------------------------------------------------------------
 def _record(tmp_path, reps: dict[str, list[str]]):
     """A run with the baseline's configurations repeated, each repetition a real wrk output."""
-    need_shared()
     src = json.loads((ROOT / "runs" / "reference-aws-c8g" / "run.json").read_text())
     record = {k: src[k] for k in ("kind", "status", "label", "date", "date_note", "source", "same_machine",
                                   "hosts", "context")}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA, need_shared
+from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, parse, parse_file
 
 CONTRACT_KEYS = {
@@ -34,8 +34,7 @@ def _reject(token):
 
 def report_files():
     files = sorted(TEST_DATA.glob("*/*.txt"))
-    if FIXTURES.is_dir():
-        files += sorted(FIXTURES.glob("*/*.txt")) + sorted(REFERENCE.glob("*/*.txt"))
+    files += sorted(FIXTURES.glob("*/*.txt")) + sorted(REFERENCE.glob("*/*.txt"))
     return files
 
 
@@ -75,7 +74,6 @@ def test_garbage_and_missing_file_give_one_line_and_status_2(tmp_path):
 
 
 def test_stdin_and_crlf():
-    need_shared()
     text = (FIXTURES / "wrk2" / "ulatency.txt").read_bytes()
     proc = cli("parse", "-", stdin=text.replace(b"\n", b"\r\n"))
     assert proc.returncode == 0, proc.stderr
@@ -84,7 +82,6 @@ def test_stdin_and_crlf():
 
 # --- exact values from real files ----------------------------------------------------------
 def test_wrk2_corrected_and_uncorrected_blocks():
-    need_shared()
     r = parse_file(FIXTURES / "wrk2" / "realistic_60s_U_latency.txt").to_dict()
     assert r["tool"] == "wrk2"
     assert (r["threads"], r["connections"], r["url"]) == (2, 20, "http://127.0.0.1:18090/")
@@ -105,7 +102,6 @@ def test_wrk2_corrected_and_uncorrected_blocks():
 
 
 def test_wrk_distribution_and_errors():
-    need_shared()
     r = parse_file(FIXTURES / "wrk" / "latency.txt").to_dict()
     assert r["tool"] == "wrk"
     assert r["percentiles_ms"] == {"50": 0.255, "75": 0.426, "90": 1.18, "99": 5.31,
@@ -116,7 +112,6 @@ def test_wrk_distribution_and_errors():
 
 
 def test_published_summary_only():
-    need_shared()
     r = parse_file(REFERENCE / "published" / "c8g-1-default.txt").to_dict()
     assert r["tool"] is None and r["url"] is None and r["threads"] is None
     assert r["latency_ms"] == {"avg": 16760.0, "stdev": 6590.0, "max": 27560.0, "within_stdev_pct": 56.98}
@@ -127,7 +122,6 @@ def test_published_summary_only():
 
 
 def test_short_wrk2_run_nan_rate_warns():
-    need_shared()
     r = parse_file(FIXTURES / "wrk2" / "plain.txt")
     assert r.tool == "wrk2" and not r.calibration
     assert math.isnan(r.req_per_sec_per_thread.avg)
@@ -136,7 +130,6 @@ def test_short_wrk2_run_nan_rate_warns():
 
 
 def test_overload_minutes_and_seconds():
-    need_shared()
     r = parse_file(FIXTURES / "wrk2" / "overload_R1M.txt")
     assert r.latency_ms.avg == 12120.0 and r.percentiles_ms["50"] == 12000.0
     assert r.calibration[0]["sampling_interval_ms"] == 17317.0

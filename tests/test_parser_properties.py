@@ -48,8 +48,7 @@ def test_unit_parsers_raise_only_unit_error(token):
 
 def _samples() -> list[str]:
     files = list(TEST_DATA.glob("*/*.txt"))
-    if FIXTURES.is_dir():
-        files += list(FIXTURES.glob("wrk*/*.txt")) + list(REFERENCE.glob("published/*.txt"))
+    files += list(FIXTURES.glob("wrk*/*.txt")) + list(REFERENCE.glob("published/*.txt"))
     return [f.read_text() for f in files] or ["Requests/sec: 1.00\n"]
 
 

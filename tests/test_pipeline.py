@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, ROOT, need_shared
+from conftest import FIXTURES, ROOT
 from tunepath import pipeline
 from tunepath.steps import REGISTRY
 from tunepath.errors import TunepathError
@@ -32,7 +32,6 @@ def runs_copy(tmp_path):
 def test_reference_raw_outputs_are_the_published_bytes():
     """Reference runs hold the shared outputs byte for byte: the published ones
     (``original_file`` under reference/published/) and the recorded sandbox sweep."""
-    need_shared()
     reference = FIXTURES.parent / "reference"
     checked = 0
     for run in RunStore(RUNS).load_all():
@@ -50,7 +49,6 @@ def test_reference_raw_outputs_are_the_published_bytes():
 
 def test_recorded_sweep_matches_its_commands_and_plan():
     """The imported sandbox sweep: each command as its .cmd file says, and as the step's plan renders it."""
-    need_shared()
     from tunepath.steps import plan
 
     run = RunStore(RUNS).load("sandbox-wrk2-rate-sweep")

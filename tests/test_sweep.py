@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, REFERENCE, need_shared
+from conftest import FIXTURES, REFERENCE
 from tunepath.errors import TunepathError
 from tunepath.parse.wrk import WrkReport
 from tunepath.parse.reports import parse_report_file
@@ -19,7 +19,6 @@ SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
 
 
 def reference_pairs():
-    need_shared()
     pairs = []
     for path in SWEEP.glob("rate-*.txt"):
         rate = int(re.fullmatch(r"rate-(\d+)\.txt", path.name).group(1))
@@ -79,7 +78,6 @@ def test_reference_sweep_at_other_objectives():
 
 
 def test_fixture_without_latency_gives_a_point_that_never_meets():
-    need_shared()
     report = parse_report_file(FIXTURES / "wrk2" / "plain.txt", "wrk2")  # no --latency
     (point,) = points_from_reports([(2000, report)])
     assert point.latency("99") is None

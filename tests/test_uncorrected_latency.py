@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT, need_shared, unavailable
+from conftest import FIXTURES, ROOT, unavailable
 from htmlscan import scan
 from tunepath.analysis.frames import measurements_frame, repetitions_frame
 from tunepath.evidence.recorder import RunRecorder
@@ -46,7 +46,6 @@ def wrk2(name: str):
 def record(tmp_path, measurements: list[tuple[str, int, list[tuple[str, str]]]], run_id: str = "u-test"):
     """A baseline run: (variant, repetition, [(tool, fixture path under fixtures/)]) each; several
     fixtures = several clients at once."""
-    need_shared()
     src = json.loads((ROOT / "runs" / "reference-aws-c8g" / "run.json").read_text())
     rec_ = {k: src[k] for k in ("kind", "status", "label", "date", "date_note", "source", "same_machine",
                                 "hosts", "context")}
@@ -118,7 +117,6 @@ def test_several_clients_merge_their_uncorrected_latency_only_when_every_one_pri
 
 
 def test_merge_uncorrected_uses_the_uncorrected_blocks():
-    need_shared()
     one = wrk2("ulatency.txt")
     merged = merge_uncorrected([one, one])
     for key in ("50", "99"):        # a report merged with itself: its own uncorrected figures, not the corrected
@@ -200,7 +198,6 @@ def expected(run_id: str, variant: str, field: str) -> str:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    need_shared()
     live = next(r for r in sorted(STORE.run_ids()) if r.startswith("live-") and not STORE.load(r).context.uncorrected)
     # the sandbox sweep (one client, one repetition: each figure is one raw report's) and the runs
     # recorded without -U; the lab's wrk2 runs (medians of repetitions) are checked by test_site

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from conftest import ROOT, unavailable
+from conftest import ROOT, VENDOR as VENDORED, unavailable
 from sshd import free_port
 from tunepath.evidence.store import RunStore
 from tunepath.live.runner import run_path
@@ -23,7 +23,7 @@ from tunepath.steps import plan
 from tunepath.versions import WRK2_COMMIT
 
 pytestmark = pytest.mark.live
-VENDOR = ROOT.parent / "shared" / "vendor" / "wrk2-44a94c1.tar.gz"
+VENDOR = VENDORED / "wrk2-44a94c1.tar.gz"
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 
 
