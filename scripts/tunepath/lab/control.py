@@ -4,6 +4,10 @@
 ``down`` removes exactly what ``state.json`` lists. Both hold a lock on the lab's directory, so two
 commands on one lab take turns. Parts that exist but that no state lists (a namespace or a user of
 the same name) are never adopted: ``up`` refuses and says how to remove them.
+
+The faults the fault harness (``scripts/harness/faults/``) injects: :meth:`Lab.kill_sshd` (the
+host's sshd, listener and sessions), :meth:`Lab.restart_sshd` and :meth:`Lab.set_link` (eth0 down
+or up; SSH crosses that link too).
 """
 
 from __future__ import annotations

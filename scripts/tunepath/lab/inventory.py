@@ -3,7 +3,9 @@
 The hosts are the lab's three namespaces, each reached at ``127.0.0.1:<forward port>`` as its own
 user with the lab's key, checked against the lab's ``known_hosts``. ``address`` is where the
 clients send load (the server's eth0 inside the lab), not where SSH goes. ``baseline_cpus`` (the
-CPUs a run keeps online) is written only when this machine can take CPUs offline.
+CPUs a run keeps online) is written only when this machine can take CPUs offline. ``label`` says
+what the hosts are (namespaces on one machine, not separate hardware); with the VM (``up --vm``)
+the server is the VM and the file says ``emulated = true``.
 """
 
 from __future__ import annotations

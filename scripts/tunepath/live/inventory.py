@@ -18,6 +18,10 @@ An inventory (``hosts.toml``) names one ``[server]`` and one or more ``[[clients
 
 A top-level ``label = "…"`` describes the hosts in every run recorded on them (the lab
 writes one saying what it is: network namespaces on one machine, not separate hardware).
+A top-level ``emulated = true`` marks an emulated server (the lab's QEMU VM). The run records it
+as ``run.json``'s ``emulated``; the comparison never pairs such a run with a real host, the pages
+never make it a step's primary run, and :mod:`tunepath.live.measure` gives its Tomcat a longer
+start-up limit.
 
 Without an inventory both roles are this machine, reached without SSH
 (:func:`local_inventory`).

@@ -3,6 +3,10 @@
 A recorded run stores its context (``run.json`` → ``context``), so a page shows the commands
 as they were run on that host; the defaults are the original path's AWS c8g hosts, written
 with the path's variables (``${tomcat_ip}``, ``${net}``) where the original had them.
+
+``fixed_cpus`` are the CPUs with no sysfs ``online`` file (CPU 0 on x86): the NUMA and IOMMU steps'
+move leaves them online, and :meth:`HostContext.on_numa_node` pins Tomcat to the NIC node's CPUs
+with ``taskset`` instead.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Load-generator reports (wrk2, wrk, ab, JMeter) into one typed WrkReport; light on purpose: `tunepath parse` imports nothing else."""
+"""Load-generator reports (wrk2, wrk, ab, siege, JMeter) into one typed WrkReport; light on purpose: `tunepath parse` imports nothing else."""

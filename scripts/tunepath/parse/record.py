@@ -1,7 +1,7 @@
 """The parsed report: :class:`WrkReport`, the one record every load generator's parser returns.
 
-wrk and wrk2 fill it completely; ab and JMeter fill what they print (:mod:`~tunepath.parse.ab`,
-:mod:`~tunepath.parse.jmeter`). ``problems`` lists, as typed
+wrk and wrk2 fill it completely; ab, siege and JMeter fill what they print (:mod:`~tunepath.parse.ab`,
+:mod:`~tunepath.parse.siege`, :mod:`~tunepath.parse.jmeter`). ``problems`` lists, as typed
 :class:`~tunepath.parse.problems.Problem` entries, every reason not to trust one of its figures;
 their texts are also in ``warnings``, the list a person reads.
 """

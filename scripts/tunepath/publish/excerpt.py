@@ -5,7 +5,7 @@ A rule per kind of output, chosen by the command that printed it:
 - ``lscpu``: the architecture, CPU model, CPU counts, online and offline lists, threads, cores,
   sockets and NUMA nodes (not the flags, caches or vulnerability lists);
 - ``dmesg | grep iommu``: every line but the per-device "Adding to iommu group" ones, with each
-  kernel command line reduced to the parameters the path cares about (``publish.cmdline``);
+  kernel command line reduced to the parameters the path cares about (``model.cmdline``);
 - ``numactl -H``: the nodes, their CPUs and sizes and the distances (not the free memory);
 - anything else: the first :data:`GENERIC_LINES` lines when it is longer than :data:`SHORT`.
 

@@ -1,4 +1,8 @@
-"""How figures are written on the pages (one place, so every page agrees)."""
+"""How figures are written on the pages (one place, so every page agrees).
+
+It imports nothing from tunepath, so the analysis layer may use it too (``analysis/compare.py`` and
+``analysis/modes.py`` word their findings with it) without depending on the rest of ``publish``.
+"""
 
 from __future__ import annotations
 

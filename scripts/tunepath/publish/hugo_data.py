@@ -1,7 +1,12 @@
 """Hugo data: the JSON the pages read (``data/steps/<step>.json``, ``data/summary.json``).
 
-The shapes are documented in ``docs/data-schema.md``. Files are written
+This is the one place where typed records become the plain JSON the templates read:
+:func:`step_document` (a step's data), :func:`summary_document` (the summary) and
+:func:`write_json`. The shapes are documented in ``docs/data-schema.md``. Files are written
 atomically and only when their content changed.
+
+A run on an emulated server (``emulated`` in its ``run.json``: the lab's QEMU VM) is never a
+step's primary run; it is listed after the real hosts' runs and labelled, and never ranked.
 """
 
 from __future__ import annotations

@@ -15,6 +15,24 @@ Kinds of step:
 ``comparison``  compares its variants with its first variant (connectors, JVM …).
 ``sweep``       measures one parameter over a range (threads, offered rate).
 ``analysis``    runs nothing: reads recorded runs (comparison of runs, summary).
+
+The hooks, by who calls them (each method below documents its default):
+
+- identity and notebook (``publish.notebooks``, ``publish.hugo_data``, the registry): ``name``,
+  ``title``, ``kind``, ``why``, ``number``; ``page``, ``notebook`` (``NN-<name>.ipynb``),
+  ``data_file``, ``notebook_cells``, ``notebook_parameters``;
+- commands and variants (the live flow, the frames, ``tunepath plan``): ``variants`` and
+  ``variants_for``, ``label``, ``sort_key``, ``config`` (→ ``tomcat_config``), ``plan``,
+  ``verifications``, ``client_verifications``, ``probes``, ``disruptive_needs``,
+  ``optional_blocks``, ``shares_server``;
+- live (``live.execute``, ``live.measure``, ``live.repeat``): ``run_live`` (default
+  ``standard_flow``), ``prepare_live``, ``skip_reasons``, ``load_tool``, ``multi_client``,
+  ``before_load`` (may return a function that undoes it), ``measure`` (default: interleaved
+  rounds until the stopping rule ends them). ``live.measure`` runs the plan's ``restart-tomcat``
+  (or ``start-tomcat``), ``warm-up`` if any, then ``load-<variant>`` or ``load``; blocks with a
+  ``variant`` are shown on the page and applied through the configuration, not run by the plan;
+- replay, charts and publishing (``pipeline``): ``select``, ``history``, ``charts``,
+  ``analysis``, ``readings``, ``document``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Command blocks several steps share: restart Tomcat, drive the load, CPUs, NIC queues, GRUB.
+"""Command blocks several steps share: restart Tomcat, drive the load, CPUs, NIC queues, GRUB;
+and the verification commands (:data:`VERIFY_COMMANDS`: a name → its command for a context), which a
+step names in ``Step.verifications``.
 
 Every block is rendered for a :class:`~tunepath.model.context.HostContext`, so a page
 prints the commands a reader types (the path's variables) and a live run executes the
