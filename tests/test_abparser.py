@@ -16,6 +16,8 @@ from tunepath.parse.reports import parse_report, parse_report_file
 from tunepath.errors import TunepathError
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, WrkReport
 
+pytestmark = pytest.mark.fast
+
 AB = TEST_DATA / "ab"
 NORMAL = (AB / "normal.txt").read_text()
 

@@ -26,6 +26,8 @@ from tunepath.live import knownhosts as knownhosts_module
 from tunepath.live.hosts import HostKeyError, LocalHost, connect, connect_all, load_inventory, open_hosts
 from tunepath.live.knownhosts import append_lines, read_known_hosts
 
+pytestmark = pytest.mark.system
+
 ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 # Lines a real ~/.ssh/known_hosts may hold that paramiko cannot use (every one crashed
 # paramiko's load_host_keys, or was silently mis-read, before).

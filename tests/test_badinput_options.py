@@ -17,6 +17,8 @@ import pytest
 from conftest import ROOT
 from tunepath.cli import main
 
+pytestmark = pytest.mark.fast
+
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 
 BAD_RUN = {

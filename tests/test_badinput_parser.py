@@ -27,6 +27,8 @@ from tunepath.analysis.noise import flags_for
 from tunepath.parse.reports import ParseError, ReportReadError, parse_report, parse_report_file
 from tunepath.parse.source import MAX_REPORT_BYTES, decode
 
+pytestmark = pytest.mark.fast
+
 C8G = ROOT / "runs" / "reference-aws-c8g" / "raw" / "baseline-stock.txt"   # 14680146 requests in 1.00m
 
 

@@ -30,6 +30,8 @@ from tunepath.model.context import HostContext
 from tunepath.publish.hugo_data import run_header
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 RUNS = ROOT / "runs"
 AWS, LIVE = "reference-aws-c8g", "live-20261122-075337-vm"
 OUTSIDE = ("../../../../etc/os-release", "/etc/os-release", "raw/../../reference-grace/raw/numa-numa-local.txt",

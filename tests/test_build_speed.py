@@ -24,6 +24,8 @@ from tunepath.errors import TunepathError
 from tunepath.publish import build, cache, chartmemo, charts, kernels, notebooks, pool
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 
 # --- the pool: side by side, reported in order ---------------------------------------------------
 

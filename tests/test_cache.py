@@ -21,6 +21,8 @@ from tunepath.publish import cache
 from tunepath import cli
 from tunepath.errors import TunepathError
 
+pytestmark = pytest.mark.fast
+
 STEPS = ["baseline", "jvm"]
 UNCHANGED = "unchanged (code, parameters, runs, package) — not re-executed"
 

@@ -21,6 +21,10 @@ from tunepath.publish import chartwords as words
 from tunepath.publish import formatting as fmt
 from tunepath.publish.chartbase import CONTEXT, HIGHLIGHT
 
+import pytest
+
+pytestmark = pytest.mark.docs
+
 
 class _Charts(HTMLParser):
     """figure.chart elements: their attributes, image sources and caption text."""

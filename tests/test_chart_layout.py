@@ -14,6 +14,8 @@ from tunepath.publish import chartbase as base
 from tunepath.publish import chartlayout as layout
 from tunepath.publish.chartlayout import AA_LARGE, AA_NORMAL, contrast
 
+pytestmark = pytest.mark.docs
+
 PHONE_PX = 350          # a chart's width on a 390 px screen (the page's side padding taken off)
 WIDE_PX = 760           # at most, on a wide screen (the content column)
 MIN_PX = {True: 10.0, False: 9.0}     # narrow (phone), wide

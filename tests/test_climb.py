@@ -8,6 +8,8 @@ from tunepath.analysis.climb import Climb, nice_rate
 from tunepath.analysis.sweep import SweepPoint
 from tunepath.errors import TunepathError
 
+pytestmark = pytest.mark.fast
+
 
 def point(offered, achieved=None, p99=1.0):
     return SweepPoint(offered, offered if achieved is None else achieved, {"99": p99})

@@ -20,6 +20,8 @@ from tunepath.model.context import HostContext
 from tunepath.model.run import HostRecord, RunInfo
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs", REGISTRY.names)
 WRK2 = HostContext(load_generator="~/.tunepath/bin/wrk2", open_loop=True, rate=14000, threads=2, connections=64,
                    duration_s=21, warmup_s=45)

@@ -21,6 +21,8 @@ from tunepath.model.context import HostContext
 from tunepath.publish.hugo_data import step_document
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.docs
+
 LIVE = "live-20261124-081847-vm"
 
 

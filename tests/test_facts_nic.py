@@ -5,6 +5,8 @@ import pytest
 
 from tunepath.live.facts import _nic
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize("node, expected", [("1", 1), ("0", 0), ("-1", None), ("", None)])
 def test_nic_numa_node(node, expected):

@@ -32,7 +32,7 @@ from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list
 from tunepath.steps import plan
 from tunepath.steps.jvm import PAGESIZE_LOG
 
-pytestmark = pytest.mark.live
+pytestmark = pytest.mark.system
 
 LOCK = Path("/tmp/tunepath-apply.lock")
 CPUS = Path("/sys/devices/system/cpu")

@@ -17,6 +17,8 @@ from tunepath.model.context import HostContext
 from tunepath.steps import plan, variant_config
 from tunepath.live.tomcatconf import ConfigError, TomcatConfig, render_server_xml, render_setenv
 
+pytestmark = pytest.mark.fast
+
 STOCK_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- licence header -->
 <Server port="8005" shutdown="SHUTDOWN">

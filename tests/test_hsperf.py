@@ -30,6 +30,8 @@ from tunepath.live.hosts import CommandResult, Host, HostSpec, LocalHost
 from tunepath.live.jvmfacts import MARK, JvmReading, hsperf_command, read_counters, snapshot
 from tunepath.parse.hsperf import MAX_HSPERF_BYTES, Collector, HsperfError, JvmCounters, parse_hsperf
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = TEST_DATA / "hsperf"
 JDK25 = FIXTURES / "jdk25-g1.hsperf"
 JDK17 = FIXTURES / "jdk17-parallel.hsperf"
@@ -125,6 +127,7 @@ def read_file(path: Path) -> JvmCounters:
     return JvmCounters.from_entries(parse_hsperf(path.read_bytes()), now_ms=int(time.time() * 1000))
 
 
+@pytest.mark.system
 def test_a_running_jvm_file_parses(churning):
     proc, path = churning
     assert path.is_file(), f"{path} missing: the JVM keeps no hsperfdata file"
@@ -148,6 +151,7 @@ def test_a_running_jvm_file_parses(churning):
     assert delta.safepoints is None or delta.safepoints > 0
 
 
+@pytest.mark.system
 def test_snapshot_reads_a_jvm_through_the_host_layer(churning):
     proc, path = churning
     host = LocalHost()
@@ -163,6 +167,7 @@ def test_snapshot_reads_a_jvm_through_the_host_layer(churning):
     json.dumps(delta.to_dict(), allow_nan=False)
 
 
+@pytest.mark.system
 def test_snapshot_is_none_with_a_reason_without_a_file(java, tmp_path):
     host = LocalHost()
     plain = subprocess.Popen(["sleep", "60"])

@@ -8,6 +8,8 @@ from tunepath.errors import TunepathError
 from tunepath.live.hosts import load_inventory
 from tunepath.live.session import baseline_cpus, masker_for, server_address, LiveOptions
 
+pytestmark = pytest.mark.fast
+
 LAB = """label = "Lab: network namespaces on one machine"
 [server]
 host = "127.0.0.1"

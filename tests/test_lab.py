@@ -29,7 +29,9 @@ from tunepath.lab.state import ROLES, LabState, check_prefix, load_state, save_s
 from tunepath.lab.system import process_alive, require_tools
 from tunepath.live.hosts import connect, load_inventory
 
-live = pytest.mark.live
+pytestmark = pytest.mark.fast
+
+live = pytest.mark.system     # the tests on a real lab (the rest are fast)
 TOOLS = ("ip", "socat", "sudo", "visudo", "ethtool", "ssh-keygen", "useradd", "userdel", "curl")
 SBIN = "PATH=$PATH:/usr/sbin:/sbin"          # a user's SSH session on Debian has no /usr/sbin
 
@@ -332,6 +334,7 @@ def test_missing_packages_are_named_with_the_command_that_installs_them(monkeypa
         require_tools()
 
 
+@live
 def test_a_state_cannot_make_down_remove_what_is_not_the_labs(tmp_path):
     from tunepath.lab.teardown import teardown
     from tunepath.lab.state import LabPaths

@@ -28,7 +28,7 @@ import pytest
 from conftest import ROOT
 from tunepath.versions import TOMCAT_VERSION
 
-pytestmark = pytest.mark.live
+pytestmark = pytest.mark.system
 TUNEPATH = ROOT / ".venv" / "bin" / "tunepath"
 TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 TOOLS = ("ip", "socat", "sudo", "visudo", "ethtool", "ssh-keygen", "useradd", "userdel", "wrk", "java")

@@ -12,6 +12,8 @@ from tunepath.lab.inventory import hosts_toml
 from tunepath.lab.state import LabState, VmState, load_state, save_state
 from tunepath.live.hosts import load_inventory
 
+pytestmark = pytest.mark.system
+
 
 def test_with_a_vm_the_inventory_s_server_is_the_vm_and_its_label_says_emulated(tmp_path):
     key, known = tmp_path / "id_ed25519", tmp_path / "known_hosts"
@@ -76,7 +78,6 @@ def _dmesg_domain(host) -> str:
     return out.strip().splitlines()[-1] if out.strip() else ""
 
 
-@pytest.mark.live
 def test_the_iommu_change_reboots_the_vm_and_the_restore_reboots_it_back(vm_lab):
     """apply (GRUB drop-in, update-grub, reboot, wait on the boot id), verify (/proc/cmdline, dmesg),
     restore (drop-in back, update-grub), reboot, verify: the commands the IOMMU page prints."""

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-pytestmark = pytest.mark.site
+pytestmark = pytest.mark.docs
 
 # Attributes that hold a URL, per element.
 LINK_ATTRS = {

@@ -29,7 +29,7 @@ from tunepath.live.runner import run_path
 from tunepath.evidence.store import FACT_KEYS, RunStore
 from tunepath.steps import plan
 
-pytestmark = pytest.mark.live
+pytestmark = pytest.mark.system
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 
 

@@ -15,6 +15,8 @@ from tunepath.errors import TunepathError
 from tunepath.live.hoststate import acquire_lock, check_lock, read_lock, release_lock
 from tunepath.live.hosts import LocalHost
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture()
 def home(tmp_path, monkeypatch) -> Path:

@@ -15,6 +15,8 @@ from tunepath.parse.merge import MERGE_KEYS, MergedLatency, _Reader, merge_repor
 from tunepath.parse.wrk import Histogram, WrkReport
 from tunepath.parse.reports import parse_report_file
 
+pytestmark = pytest.mark.fast
+
 SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
 SPECTRUM_FILES = [
     FIXTURES / "wrk2" / "latency.txt",

@@ -28,6 +28,8 @@ from tunepath.parse.reports import parse_report_file
 from tunepath.publish.hugo_data import step_document
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 RAW = ROOT / "runs" / "sandbox-wrk2-rate-sweep" / "raw"
 RUN_ID = "live-20990101-000000-modes"

@@ -17,6 +17,8 @@ from tunepath.parse.wrk import parse_file
 from tunepath.evidence.recorder import RunRecorder
 from tunepath.evidence.store import RunStore
 
+pytestmark = pytest.mark.fast
+
 
 def codes(flags):
     return sorted(f.code for f in flags)

@@ -29,7 +29,7 @@ import pytest
 from conftest import ARTIFACTS, ROOT, unavailable
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
-pytestmark = pytest.mark.browser
+pytestmark = pytest.mark.docs
 
 NOTEBOOK = "02-baseline.ipynb"
 STEP = "baseline"

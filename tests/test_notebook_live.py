@@ -24,7 +24,7 @@ from sshd import free_port
 from tunepath.evidence.store import RunStore
 from tunepath.steps import REGISTRY
 
-pytestmark = pytest.mark.live
+pytestmark = pytest.mark.system
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 PAPERMILL = ROOT / ".venv" / "bin" / "papermill"
 NOTEBOOK = ROOT / "notebooks" / REGISTRY.get("baseline").notebook

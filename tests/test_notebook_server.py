@@ -18,6 +18,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.docs
+
 TOKEN = "tunepath-test-" + os.urandom(8).hex()
 URL = re.compile(r"http://127\.0\.0\.1:(\d+)/lab")
 

@@ -27,6 +27,8 @@ import pytest
 import conftest
 from conftest import ROOT
 
+pytestmark = pytest.mark.fast
+
 PKG = ROOT / "scripts" / "tunepath"
 WRK2_REPORT = "latency.txt"            # a real wrk2 --latency report in the shared fixtures
 HEAVY_MODULES = ("fabric", "paramiko", "invoke", "pandas", "matplotlib", "papermill")

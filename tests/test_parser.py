@@ -13,6 +13,8 @@ import pytest
 from conftest import FIXTURES, REFERENCE, ROOT, TEST_DATA
 from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, parse, parse_file
 
+pytestmark = pytest.mark.fast
+
 CONTRACT_KEYS = {
     "tool", "url", "threads", "connections", "calibration", "latency_ms", "req_per_sec_per_thread",
     "percentiles_ms", "uncorrected_percentiles_ms", "histogram", "requests", "duration_s", "bytes_read",

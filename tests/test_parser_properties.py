@@ -10,6 +10,10 @@ from conftest import FIXTURES, REFERENCE, TEST_DATA
 from tunepath.parse.wrk import ParseError, parse
 from tunepath.parse.units import UnitError, parse_bytes, parse_count, parse_time_ms
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 TIME = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 COUNT = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 BYTES = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}

@@ -19,6 +19,8 @@ from tunepath.evidence.store import RunError, RunStore
 from tunepath.model.context import HostContext, brace_ranges, cpu_ranges, parse_cpu_list
 from tunepath.steps import plan
 
+pytestmark = pytest.mark.fast
+
 RUNS = ROOT / "runs"
 
 

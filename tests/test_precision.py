@@ -28,6 +28,8 @@ from tunepath.publish.display import placement_text, precision_display, warmup_t
 from tunepath.publish.hugo_data import step_document
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 RAW = ROOT / "runs" / "sandbox-wrk2-rate-sweep" / "raw"
 RUN_ID = "live-20990101-000000-precision"

@@ -26,6 +26,8 @@ from tunepath.live.session import (SIDE_FILES, LiveOptions, context_file, load_o
 from tunepath.model.context import HostContext
 from tunepath.steps import REGISTRY, plan
 
+pytestmark = pytest.mark.fast
+
 # what a machine path of the recording machine looks like in a committed run
 MACHINE_PATH = re.compile(r"(?<![\w.-])(/work/|/root(?![\w-])|/home/[\w.-]+|/tmp/|/private/|/Users/)|"
                           r"\.venv/lib/python")
@@ -238,7 +240,7 @@ def test_rewrite_run_masks_everything_but_the_raw_outputs(tmp_path):
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 
 
-@pytest.mark.live
+@pytest.mark.system
 def test_a_recorded_live_run_carries_no_machine_path(tmp_path):
     if not (TARBALL.exists() and (shutil.which("wrk") or shutil.which("wrk2")) and shutil.which("java")):
         pytest.skip("needs wrk, java and the Tomcat tarball (scripts/bootstrap --system)")

@@ -25,6 +25,8 @@ from tunepath.errors import TunepathError
 from tunepath.publish import build, swap
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 STEPS = ["baseline", "numa"]
 WATCHED = ("public", "data", "static", "build/cache", "content", "layouts", "config.toml")
 

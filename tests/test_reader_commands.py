@@ -23,6 +23,8 @@ from tunepath.model.plan import Block
 from tunepath.model.reader import VARIABLES, bind, bindings, reader_context, used
 from tunepath.steps import STEPS
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 RUN_IDS = STORE.run_ids()
 

@@ -9,6 +9,10 @@ import re
 
 from conftest import ROOT
 
+import pytest
+
+pytestmark = pytest.mark.docs
+
 PATCH = ROOT / "scripts/tunepath/live/wrk2-tunepath.patch"
 
 

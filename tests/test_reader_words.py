@@ -15,6 +15,8 @@ from tunepath.evidence.store import RunStore
 from tunepath.publish.hugo_data import notes_for
 from tunepath.publish.reader_words import cmdline_words, host_label, loopback_everywhere, loopback_words
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 VM = "live-20261124-135634-tunepath-vm"          # its restore note holds a whole command line
 CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-56-amd64 root=UUID=4b9a ro net.ifnames=0 console=ttyS0"
@@ -52,7 +54,7 @@ def test_the_notes_name_hosts_and_reduce_command_lines_while_run_json_keeps_them
     assert "full line in the run record" in notes
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_no_loopback_address_or_whole_command_line_reaches_a_reader(built_site):
     data = sorted((built_site.site_dir / "data").rglob("*.json"))
     assert data
@@ -65,7 +67,7 @@ def test_no_loopback_address_or_whole_command_line_reaches_a_reader(built_site):
         assert "@127.0.0.1:" not in page.read_text(encoding="utf-8"), page
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_the_per_client_table_and_repetitions_note_use_labels(built_site):
     doc = json.loads((built_site.site_dir / "data" / "steps" / "nic-queues.json").read_text())
     labels = {m["variant"]: m["label"] for r in doc["runs"] for m in r["measurements"]}
@@ -78,7 +80,7 @@ def test_the_per_client_table_and_repetitions_note_use_labels(built_site):
         assert "queues-8" not in note.split("—")[0] and labels["queues-8"] in note
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_each_ethtool_output_shows_once_on_the_nic_queues_page(built_site):
     soup = BeautifulSoup(built_site.page("nic-queues").read_text(encoding="utf-8"), "html.parser")
     outputs = [(b.get("data-run"), b.select_one("pre.output").get_text())

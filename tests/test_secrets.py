@@ -9,6 +9,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.fast
+
 PATTERNS = {
     "PEM private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     "OpenSSH key body": re.compile(r"b3BlbnNzaC1rZXktdjE"),          # base64 of "openssh-key-v1"
@@ -45,6 +47,6 @@ def test_recorded_runs_carry_no_secret():
     assert scan(ROOT / "runs") == []
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_built_site_carries_no_secret(built_site):
     assert scan(built_site.public) == []

@@ -30,6 +30,8 @@ from tunepath.parse.reports import parse_report
 from tunepath.steps import plan, variant_config
 from tunepath.steps.load_generators import JMETER_PLAN_XML, STEP as LOADGEN, jmeter_too_old, siege_rc
 
+pytestmark = pytest.mark.fast
+
 SECRET = "s3cr3t-AJP-value_0123456789abc"        # a stand-in for the per-run secret
 URL = "http://${tomcat_ip}:8080/examples/servlets/servlet/HelloWorldExample"
 
@@ -193,7 +195,7 @@ def _run_variant(variant: str, port: int, home: Path) -> str:
     return proc.stdout
 
 
-@pytest.mark.live
+@pytest.mark.system
 def test_siege_runs_and_parses(http_server, tmp_path):
     _need("siege")
     report = parse_report(_run_variant("siege", http_server, tmp_path))
@@ -203,7 +205,7 @@ def test_siege_runs_and_parses(http_server, tmp_path):
     assert report.latency_ms.avg > 0 and report.requests_per_sec_trusted
 
 
-@pytest.mark.live
+@pytest.mark.system
 def test_jmeter_5_6_runs_headless_and_parses(http_server, tmp_path):
     _need("jmeter", "java")
     out = _run_variant("jmeter", http_server, tmp_path)

@@ -20,6 +20,8 @@ from tunepath.publish import notebooks
 from tunepath.settings import LIVE, NOTEBOOK, WHERE, literal
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 
 def _help(*argv: str) -> str:
     out = io.StringIO()

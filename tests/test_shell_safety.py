@@ -34,6 +34,8 @@ from tunepath.model.context import HostContext
 from tunepath.model.shell import heredoc, number, path, port, quote
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 FRAGMENTS = ("tom cat", "j d k", "ht tp", "PWNED")      # pieces of the hostile values below
 
 STUBS = ("sudo", "tee", "ethtool", "update-grub", "reboot", "wrk", "wrk2", "ab", "jmeter", "apache2", "curl", "wget",

@@ -16,6 +16,8 @@ from tunepath.parse.record import PERCENTILE_KEYS, WrkReport
 from tunepath.parse.reports import parse_report, parse_report_file, recognise_tool
 from tunepath.parse.siege import parse_siege
 
+pytestmark = pytest.mark.fast
+
 SIEGE, JMETER = TEST_DATA / "siege", TEST_DATA / "jmeter"
 C16 = (SIEGE / "c16-t10s.out").read_text()
 DASHBOARD = (JMETER / "dashboard.out").read_text()

@@ -24,7 +24,7 @@ from tunepath.evidence.store import RunStore
 from tunepath.model.reader import VARIABLES, bind, bindings, reader_context
 from tunepath.steps import ANALYSIS_STEPS, MEASURED_SEQUENCE, STEPS, get_step, plan, step_variants
 
-pytestmark = pytest.mark.site
+pytestmark = pytest.mark.docs
 STEP_PAGES = [s.page for s in STEPS]
 STORE = RunStore(ROOT / "runs")
 MACHINE_PATH = re.compile(r"/root/|/home/|/work/|site-packages|\.venv|java-runtime|127\.0\.0\.1:\d{5}")

@@ -14,6 +14,8 @@ from tunepath.errors import TunepathError
 from tunepath.live.hosts import LocalHost
 from tunepath.live.hoststate import GRUB_CHECK, STATE_FILE, load_original_state, save_original_state
 
+pytestmark = pytest.mark.fast
+
 
 def _state_file() -> Path:
     return Path(STATE_FILE.replace("~", str(Path.home()), 1))

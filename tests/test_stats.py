@@ -14,6 +14,8 @@ from tunepath.analysis.stats import (Difference, StoppingRule, Summary, compare,
                                      min_p, summarise)
 from tunepath.analysis.stats import testable as can_test
 
+pytestmark = pytest.mark.fast
+
 values_st = st.lists(st.floats(min_value=0.1, max_value=1e6, allow_nan=False), min_size=3, max_size=25)
 
 

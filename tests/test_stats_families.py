@@ -13,6 +13,10 @@ from tunepath.analysis.stats import StoppingRule
 from tunepath.live.repeat import families
 from tunepath.steps import REGISTRY
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 def test_each_kind_of_step_names_the_comparisons_its_page_makes():
     baseline, connectors, sweep = REGISTRY.get("baseline"), REGISTRY.get("connectors"), REGISTRY.get("thread-sweep")

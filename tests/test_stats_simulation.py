@@ -13,6 +13,8 @@ import pytest
 
 from tunepath import bench_stats as sim
 
+pytestmark = pytest.mark.fast
+
 TRIALS = 400
 
 

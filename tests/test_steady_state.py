@@ -14,6 +14,8 @@ from tunepath.model.context import HostContext
 from tunepath.parse.record import WrkReport
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 
 def test_steady_needs_k_windows_in_a_row_within_the_band():
     climbing = [3000, 8000, 12000, 21000, 27000, 34000, 33500, 34200, 33900]

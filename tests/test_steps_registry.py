@@ -19,6 +19,8 @@ from tunepath.steps import ORDER, REGISTRY, STEPS, Registry, get_step, load
 from tunepath.steps.base import Step
 from tunepath.errors import TunepathError
 
+pytestmark = pytest.mark.fast
+
 PAGES = ROOT / "content" / LP_PATH
 
 
@@ -143,7 +145,7 @@ def _toy_run(runs: Path) -> None:
     (run / "run.json").write_text(json.dumps(record, indent=2))
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_a_toy_step_is_one_module_one_order_line_and_one_page(tmp_path):
     """Add a step after the proxy step in a copy of the project: the build renders its page
     between the proxy and the thread sweep, and every later step moves down one."""

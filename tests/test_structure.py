@@ -16,6 +16,8 @@ import pytest
 from conftest import LP_PATH, ROOT
 from tunepath.publish.frame_display import MISSING, SCROLL_CLASS, frame_html, readable
 
+pytestmark = pytest.mark.docs
+
 CONTENT = ROOT / "content" / LP_PATH
 SECTIONS = ("learning-paths", "learning-paths/servers-and-cloud-computing")
 # Pages whose prose this file checks for typed confidence levels (the others have owners of their own).

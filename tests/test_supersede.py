@@ -18,6 +18,8 @@ from tunepath.evidence.supersede import supersede
 from tunepath.pipeline import _read
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 OLD, NEW, OTHER = "reference-grace", "reference-aws-c8g", "sandbox-wrk2-rate-sweep"
 
 

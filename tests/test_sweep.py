@@ -15,6 +15,8 @@ from tunepath.parse.wrk import WrkReport
 from tunepath.parse.reports import parse_report_file
 from tunepath.analysis.sweep import Capacity, SweepPoint, capacity, normalise_percentile, points_from_reports
 
+pytestmark = pytest.mark.fast
+
 SWEEP = REFERENCE / "sandbox-wrk2-rate-sweep"
 
 

@@ -28,6 +28,8 @@ from tunepath.publish import formatting as fmt
 from tunepath.publish.hugo_data import run_block, step_document
 from tunepath.steps import REGISTRY
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 SWEEP = "sandbox-wrk2-rate-sweep"          # recorded with wrk2 -U
 KEYS = {"50": "latency_p50", "90": "latency_p90", "99": "latency_p99", "99.9": "latency_p999"}

@@ -19,6 +19,8 @@ from tunepath.publish.upstream.check import check_path, front_matter, images, sh
 from tunepath.publish.upstream.export import OVERVIEW_FILE, export_upstream, page_file
 from tunepath.publish.upstream.freeze import SHORTCODE
 
+pytestmark = pytest.mark.docs
+
 SLUG = "tomcat-tuning"
 VALUE = re.compile(r"\{\{<\s*value\s+(.*?)\s*>\}\}")
 

@@ -25,6 +25,8 @@ from tunepath.publish.excerpt import GENERIC_LINES, excerpt
 from tunepath.publish.verification import (java_condition, kernel_cmdline_entry, source_words,
                                            verification_entries)
 
+pytestmark = pytest.mark.fast
+
 STORE = RunStore(ROOT / "runs")
 LAB = "live-20261124-081847-vm"                  # the lab run: dry-run IOMMU blocks, dmesg unreadable
 VM = "live-20261124-135634-tunepath-vm"          # the emulated server: every block applied, two reboots
@@ -172,7 +174,7 @@ PAGES = ["setup", "baseline", "nic-queues", "numa", "iommu", "connectors", "jvm"
          "proxy", "thread-sweep", "rate-sweep", "compare", "summary"]
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_no_lscpu_flags_or_init_arguments_outside_a_collapsed_block(built_site):
     for name in PAGES:
         text = _outside_details(built_site.page(name))
@@ -183,7 +185,7 @@ def test_no_lscpu_flags_or_init_arguments_outside_a_collapsed_block(built_site):
             assert "BOOT_IMAGE=" not in text, f"{name}: a whole kernel command line outside a collapsed block"
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_every_check_without_output_says_what_became_of_it(built_site):
     """Skipped: "Skipped" and why, no output; ran and printed nothing: says so, never "Skipped";
     failed: says so, then what it printed."""
@@ -208,7 +210,7 @@ def test_every_check_without_output_says_what_became_of_it(built_site):
     assert seen >= {"empty", "failed"}, "no check that ran without output is shown on a page"
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_the_command_comes_before_the_note_that_its_output_is_missing(built_site):
     for name in PAGES:
         soup = BeautifulSoup(built_site.page(name).read_text(encoding="utf-8"), "html.parser")
@@ -218,7 +220,7 @@ def test_the_command_comes_before_the_note_that_its_output_is_missing(built_site
                 assert missing.find_previous_sibling("div", class_="verification-command") is not None, name
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_no_skip_reason_repeats_within_a_run(built_site):
     for name in PAGES:
         soup = BeautifulSoup(built_site.page(name).read_text(encoding="utf-8"), "html.parser")
@@ -230,7 +232,7 @@ def test_no_skip_reason_repeats_within_a_run(built_site):
             assert len(reasons) == len(set(reasons)), f"{name} {run.get('data-run')}: {reasons}"
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_each_sources_hardware_is_said_once_and_no_internal_words(built_site):
     for name in PAGES:
         soup = BeautifulSoup(built_site.page(name).read_text(encoding="utf-8"), "html.parser")
@@ -282,7 +284,7 @@ def _soup(path: Path) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_an_output_recorded_without_the_change_is_labelled_on_the_page(injected_site):
     soup = _soup(injected_site / "baseline" / "index.html")
     block = soup.select_one(f'div.verification[data-name="dmesg-iommu"] div.verification-run[data-run="{LAB}"]')
@@ -294,7 +296,7 @@ def test_an_output_recorded_without_the_change_is_labelled_on_the_page(injected_
     assert "Java 17.0.15" in block.get_text() and "Java 25.0.2" in block.get_text()
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_twelve_rates_skipped_for_one_reason_say_it_once(injected_site):
     soup = _soup(injected_site / "rate-sweep" / "index.html")
     run = soup.select_one('section.run[data-run="live-skipped-rates"]')
@@ -304,7 +306,7 @@ def test_twelve_rates_skipped_for_one_reason_say_it_once(injected_site):
     assert "rate-2000" in run.get_text() and "rate-24000" in run.get_text()
 
 
-@pytest.mark.site
+@pytest.mark.docs
 def test_a_check_no_run_recorded_shows_its_command_then_where_the_output_is_missing(injected_site):
     soup = _soup(injected_site / "nic-queues" / "index.html")
     block = soup.select_one('div.verification[data-name="ethtool-l"]')

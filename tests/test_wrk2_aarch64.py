@@ -25,6 +25,8 @@ from conftest import ROOT, SHARED, serving, unavailable
 from tunepath.parse.record import PERCENTILE_KEYS
 from tunepath.parse.reports import parse_report
 
+pytestmark = pytest.mark.system
+
 TARBALL = SHARED / "vendor" / "wrk2-44a94c1.tar.gz"
 PATCH = Path(tunepath.__file__).parent / "live" / "wrk2-tunepath.patch"
 SYSROOT = ROOT / ".cache" / "arm64-sysroot"

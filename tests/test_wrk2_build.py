@@ -25,6 +25,8 @@ from tunepath.model.context import HostContext
 from tunepath.steps import plan
 from tunepath.versions import WRK2_COMMIT, WRK2_REPO
 
+pytestmark = pytest.mark.fast
+
 VENDOR = VENDORED / "wrk2-44a94c1.tar.gz"
 DEPS = ("make", "cc", "luajit", "pkg-config", "patch", "git")
 
@@ -123,6 +125,7 @@ def built(client):
     return ensure(host, Wrk2Source.parse(str(VENDOR)), progress=lambda m: None), host, home
 
 
+@pytest.mark.system
 def test_the_tarball_builds_wrk2_with_the_patch_into_the_project_directory(built):
     (build, ran), host, home = built
     assert build.built and build.seconds > 0
@@ -134,12 +137,14 @@ def test_the_tarball_builds_wrk2_with_the_patch_into_the_project_directory(built
     assert (home / ".tunepath" / "src" / "wrk2-tunepath.patch").read_bytes() == PATCH_FILE.read_bytes()
 
 
+@pytest.mark.system
 def test_a_second_build_of_the_same_source_and_patch_is_skipped(built):
     _, host, _ = built
     again, ran = ensure(host, Wrk2Source.parse(str(VENDOR)), progress=lambda m: None)
     assert not again.built and ran == [] and again.commit == WRK2_COMMIT
 
 
+@pytest.mark.system
 def test_another_source_or_patch_on_record_makes_the_run_build_again(built):
     """The provenance file decides: a different source (or patch) is rebuilt, over the read-only
     copies an earlier upload left (the vendored tarball is 0444, and an upload keeps the mode;
@@ -150,6 +155,7 @@ def test_another_source_or_patch_on_record_makes_the_run_build_again(built):
     assert again.built and again.commit == WRK2_COMMIT
 
 
+@pytest.mark.system
 def test_the_live_run_finds_the_built_wrk2_and_keeps_debians_wrk_as_wrk(built):
     _, host, _ = built
     tool = detect(host)
@@ -160,6 +166,7 @@ def test_the_live_run_finds_the_built_wrk2_and_keeps_debians_wrk_as_wrk(built):
         assert "--rate" not in usage.stdout + usage.stderr        # Debian's, not wrk2
 
 
+@pytest.mark.system
 def test_the_built_wrk2_parses_its_options_on_a_valid_command_line(built):
     """getopt's result in a char (blocker 4) makes every command line print the usage."""
     _, _, home = built
@@ -168,6 +175,7 @@ def test_the_built_wrk2_parses_its_options_on_a_valid_command_line(built):
     assert "Usage: wrk" not in r.stdout + r.stderr
 
 
+@pytest.mark.system
 def test_a_broken_source_fails_the_build_in_words(client, tmp_path):
     host, _ = client
     bad = tmp_path / "bad.tar.gz"

@@ -22,7 +22,7 @@ from tunepath.parse.reports import parse_report_file
 from tunepath.steps import plan
 from tunepath.versions import WRK2_COMMIT
 
-pytestmark = pytest.mark.live
+pytestmark = pytest.mark.system
 VENDOR = VENDORED / "wrk2-44a94c1.tar.gz"
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
 
