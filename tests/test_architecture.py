@@ -13,6 +13,10 @@ from pathlib import Path
 
 from conftest import ROOT
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 PKG = ROOT / "scripts" / "tunepath"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

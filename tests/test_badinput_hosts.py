@@ -26,7 +26,7 @@ from tunepath.live import knownhosts as knownhosts_module
 from tunepath.live.hosts import HostKeyError, LocalHost, connect, connect_all, load_inventory, open_hosts
 from tunepath.live.knownhosts import append_lines, read_known_hosts
 
-pytestmark = pytest.mark.system
+pytestmark = pytest.mark.fast
 
 ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 # Lines a real ~/.ssh/known_hosts may hold that paramiko cannot use (every one crashed
@@ -317,6 +317,7 @@ def hostile_prefix() -> bytes:
     return ("\n".join(HOSTILE_LINES) + "\n").encode() + b"host \xff ssh-ed25519 AAAA\n# last line, no newline"
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("form", ["plain", "hashed"])
 def test_hostile_known_hosts_still_connects_and_is_not_touched(sshd, tmp_path, form):
     line = host_line(sshd) if form == "plain" else hashed(f"[127.0.0.1]:{sshd.port}", sshd)
@@ -329,6 +330,7 @@ def test_hostile_known_hosts_still_connects_and_is_not_touched(sshd, tmp_path, f
         assert known.read_bytes() == before               # nothing new: nothing appended, nothing rewritten
 
 
+@pytest.mark.system
 def test_unknown_host_is_refused_without_trust_and_nothing_is_written(sshd, tmp_path):
     known = write(tmp_path, hostile_prefix(), "known_hosts")
     before = known.read_bytes()
@@ -339,6 +341,7 @@ def test_unknown_host_is_refused_without_trust_and_nothing_is_written(sshd, tmp_
     assert known.read_bytes() == before
 
 
+@pytest.mark.system
 def test_trust_appends_exactly_one_line_after_all_hosts_connected(sshd, tmp_path):
     known = write(tmp_path, hostile_prefix(), "known_hosts")
     before = known.read_bytes()
@@ -350,6 +353,7 @@ def test_trust_appends_exactly_one_line_after_all_hosts_connected(sshd, tmp_path
         assert server.run("true").ok
 
 
+@pytest.mark.system
 def test_trust_creates_a_missing_file_0600(sshd, tmp_path):
     known = tmp_path / "ssh" / "known_hosts"
     inventory = load_inventory(inventory_for(sshd, tmp_path, known))
@@ -359,6 +363,7 @@ def test_trust_creates_a_missing_file_0600(sshd, tmp_path):
     assert stat.S_IMODE(known.stat().st_mode) == 0o600 and stat.S_IMODE(known.parent.stat().st_mode) == 0o700
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("exists", [True, False])
 def test_a_failing_second_host_appends_nothing(sshd, tmp_path, exists):
     known = tmp_path / "known_hosts"
@@ -373,6 +378,7 @@ def test_a_failing_second_host_appends_nothing(sshd, tmp_path, exists):
     assert (known.read_bytes() if exists else known.exists()) == (before if exists else False)
 
 
+@pytest.mark.system
 def test_a_revoked_key_is_refused_even_when_trusted_or_listed(sshd, tmp_path):
     kind, key = host_line(sshd).split()[1:]
     for extra in ("", host_line(sshd) + "\n"):          # revoked alone, and revoked although listed
@@ -386,6 +392,7 @@ def test_a_revoked_key_is_refused_even_when_trusted_or_listed(sshd, tmp_path):
             assert known.read_bytes() == before
 
 
+@pytest.mark.system
 def test_a_changed_key_is_refused_even_when_trusted(sshd, tmp_path):
     other = keygen(tmp_path / "other")
     known = write(tmp_path, sshd.known_hosts_line(Path(f"{other}.pub")), "known_hosts")
@@ -397,6 +404,7 @@ def test_a_changed_key_is_refused_even_when_trusted(sshd, tmp_path):
     assert known.read_bytes() == before
 
 
+@pytest.mark.system
 def test_a_single_host_trusted_on_its_own_is_saved(sshd, tmp_path):
     known = tmp_path / "known_hosts"
     inventory = load_inventory(inventory_for(sshd, tmp_path, known))
@@ -425,6 +433,7 @@ def test_local_put_keeps_the_mode_and_is_never_wider(tmp_path):
     one_line(caught.value)
 
 
+@pytest.mark.system
 def test_ssh_put_keeps_the_mode(sshd, tmp_path):
     known = write(tmp_path, sshd.known_hosts_line(), "known_hosts")
     inventory = load_inventory(inventory_for(sshd, tmp_path, known))

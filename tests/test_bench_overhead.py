@@ -8,6 +8,10 @@ import json
 
 from tunepath.bench import bench_overhead
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 def _write(runs, run_id: str, blocks: list[dict], measurements: list[dict], wall: dict[str, float]) -> None:
     (runs / run_id).mkdir(parents=True)

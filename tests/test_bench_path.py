@@ -9,6 +9,10 @@ from pathlib import Path
 from tunepath.bench_path import bench_path
 from tunepath.steps import REGISTRY
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

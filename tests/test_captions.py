@@ -120,6 +120,7 @@ def _highlight_problems(chart: dict, svg: Path) -> list[str]:
     return []
 
 
+@pytest.mark.fast
 def test_caption_checker_catches_a_wrong_level_or_count():
     assert caption_problems("Bars are medians of 3 repetitions; whiskers: the 95 % confidence interval.",
                             {75.0}, [3])
@@ -138,6 +139,7 @@ def _row(label, n, level=None, low=None, high=None, step="s"):
             "rps_low": low, "rps_high": high, "requests_per_sec": 100.0}
 
 
+@pytest.mark.fast
 def test_caption_words_follow_the_rows():
     same = [_row("a", 3, 0.75, 90, 110), _row("b", 3, 0.75, 95, 105)]
     mixed = [_row("a", 3, 0.75, 90, 110), _row("b", 5, 0.9375, 95, 105), _row("c", 1)]
@@ -207,6 +209,7 @@ def _capacity_lines(points, tmp_path):
     return cap, drawn, chart.caption
 
 
+@pytest.mark.fast
 def test_the_rate_sweep_chart_marks_the_conservative_capacity_and_the_optimistic_apart(tmp_path):
     """A miss below a rate that met the objective: the dotted line stands at the capacity to quote
     (the conservative one), a dash-dotted line at the optimistic figure, each named in the legend

@@ -31,6 +31,7 @@ def _charts(built_site) -> list[Path]:
     return found
 
 
+@pytest.mark.fast
 def test_contrast_is_wcag_2():
     assert contrast("#ffffff", "#000000") == pytest.approx(21.0)
     assert contrast("#767676", "#ffffff") == pytest.approx(4.54, abs=0.01)     # the well-known AA grey
@@ -57,6 +58,7 @@ def _bar_with_whisker(tmp_path: Path, place: bool) -> Path:
     return path
 
 
+@pytest.mark.fast
 def test_the_checks_catch_a_label_struck_by_a_whisker(tmp_path):
     old = read(_bar_with_whisker(tmp_path, place=False))
     assert any("whisker" in p for p in problems(old))

@@ -42,6 +42,7 @@ def store(tmp_path):
     return RunStore(dst, REGISTRY.names)
 
 
+@pytest.mark.fast
 def test_the_mark_is_read_from_the_record_and_an_emulated_run_is_never_the_default_pair(store):
     runs = store.load_all()
     emulated = {r.run_id for r in runs if r.emulated}
@@ -51,6 +52,7 @@ def test_the_mark_is_read_from_the_record_and_an_emulated_run_is_never_the_defau
     assert {a.run_id, b.run_id} == {"reference-aws-c8g", "reference-grace"}
 
 
+@pytest.mark.fast
 def test_no_comparison_sets_an_emulated_run_against_a_real_host(store):
     runs = store.load_all()
     doc = compare_document(runs, measurements_frame(runs, REGISTRY), REGISTRY, REGISTRY.get("compare"))
@@ -59,6 +61,7 @@ def test_no_comparison_sets_an_emulated_run_against_a_real_host(store):
     assert len(doc["pairs"]) == 3                      # the three real runs, each pair once
 
 
+@pytest.mark.fast
 def test_a_step_page_shows_the_emulated_run_last_labelled_and_never_as_its_primary_run(store):
     runs = [r for r in store.load_all() if r.kind == "live"]
     doc = step_document(REGISTRY.get("baseline"), runs, measurements_frame(runs, REGISTRY), [], {}, path=REGISTRY)
@@ -67,6 +70,7 @@ def test_a_step_page_shows_the_emulated_run_last_labelled_and_never_as_its_prima
     assert doc["runs"][-1]["emulated"] is True and not doc["runs"][0].get("emulated")
 
 
+@pytest.mark.fast
 def test_the_inventory_says_whether_the_server_is_emulated(tmp_path):
     base = '[server]\nhost = "10.0.0.1"\n[[clients]]\nhost = "10.0.0.2"\n'
     (tmp_path / "a.toml").write_text(base)
@@ -82,6 +86,7 @@ VM = HostContext(total_cpus=2, baseline_cpus=(0,), numa_cpus=(1,), fixed_cpus=(0
                  tomcat_home="~/apache-tomcat-11.0.10")
 
 
+@pytest.mark.fast
 def test_the_numa_move_leaves_a_cpu_that_cannot_go_offline_and_pins_tomcat_to_the_node():
     blocks = {b.id: b for b in REGISTRY.get("numa").plan(VM)}
     move = blocks["move-cpus"]
@@ -95,6 +100,7 @@ def test_the_numa_move_leaves_a_cpu_that_cannot_go_offline_and_pins_tomcat_to_th
     assert "taskset -c 1 " in iommu["restart-tomcat"].text
 
 
+@pytest.mark.fast
 def test_a_host_whose_cpus_can_all_go_offline_is_moved_as_before():
     ctx = HostContext(total_cpus=4, baseline_cpus=(0, 1), numa_cpus=(2, 3), nic="eth0", nic_queues=2)
     blocks = {b.id: b for b in REGISTRY.get("numa").plan(ctx)}
@@ -103,6 +109,7 @@ def test_a_host_whose_cpus_can_all_go_offline_is_moved_as_before():
     assert blocks["move-cpus"].title == "Bring CPUs 2-3 online and take every other CPU offline"
 
 
+@pytest.mark.fast
 def test_the_nic_node_command_falls_back_to_the_pci_parent_of_a_virtio_nic(tmp_path):
     import subprocess
 

@@ -20,6 +20,8 @@ from conftest import ROOT
 from test_lab_runs import need_lab_parts
 from tunepath.faults_report import ServerState, Trial, render, summary_rows
 
+pytestmark = pytest.mark.system
+
 KINDS = ("sigint", "sigkill", "sshd", "link")
 
 
@@ -55,7 +57,6 @@ def test_outcomes_and_the_table_add_up():
     assert "sigkill 1: left modified: cpus_online: 0-1 → 0" in table
 
 
-@pytest.mark.live
 def test_the_harness_leaves_no_host_modified(tmp_path):
     need_lab_parts(cpu_hotplug=False)           # the NIC-queue step changes no CPU
     out = tmp_path / "faults.json"

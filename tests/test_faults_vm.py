@@ -10,6 +10,8 @@ from tunepath.faults_vm_probe import STATE_SCRIPT, WATCH_SCRIPT
 from tunepath.faults_vm_report import (AUTO, KINDS, MODIFIED, RESTORE, UNBOOTABLE, GuestState, VmTrial,
                                        load_trials, parse_state, render, schedule, summary_rows, write_results)
 
+pytestmark = pytest.mark.fast
+
 CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-56-amd64 root=UUID=4b9a ro net.ifnames=0 console=ttyS0"
 GUEST_TEXT = f"""cmdline={CMDLINE}
 dropin=absent

@@ -204,6 +204,7 @@ def test_figures_on_pages_equal_parsed_values(built_site, page):
         assert text == want, f"{page}: {attrs} shows {text!r}, raw output says {want!r}"
 
 
+@pytest.mark.fast
 def test_no_benchmark_figure_is_typed_into_content():
     shown = set()
     for run in STORE.load_all():

@@ -185,6 +185,7 @@ LEVEL = re.compile(r"\d+(?:[.,]\d+)?\s*%")
 STATISTICS = re.compile(r"interval|confiden|significan|\blevel\b", re.I)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", PROSE_PAGES)
 def test_prose_states_no_confidence_level(name):
     """A level belongs to the table that reaches it: prose refers to the level the table states."""
@@ -205,6 +206,7 @@ def test_thread_sweep_prose_points_the_right_way(built_site):
 
 # --- executed notebooks ---------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_frames_show_missing_values_as_a_dash_and_scroll():
     frame = pd.DataFrame({"rate": [1.5, math.nan], "tool": ["wrk2", None],
                           "n": pd.array([pd.NA, 3], dtype="Int64"), "note": [pd.NA, "x"]})
@@ -273,6 +275,7 @@ def _jmeter_calls() -> list[str]:
     return [line for t in texts for line in re.findall(r"\bjmeter\b[^\n;|)]*", t) if not line.startswith("jmeter-")]
 
 
+@pytest.mark.fast
 def test_every_jmeter_call_names_its_log_file():
     """JMeter writes jmeter.log into the current directory unless -j names another file: a run
     (or a test) must not leave one in the project or the home directory."""
@@ -282,6 +285,7 @@ def test_every_jmeter_call_names_its_log_file():
     assert not bare, f"jmeter calls without -j (they write ./jmeter.log): {bare}"
 
 
+@pytest.mark.fast
 def test_frames_show_whole_numbers_as_integers():
     """A count that a missing value turned into floats (a flag's repetition) reads 2, not 2.0."""
     frame = pd.DataFrame({"repetition": [2.0, math.nan, 1.0], "rate": [1.5, 2.0, math.nan]})

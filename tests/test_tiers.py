@@ -5,6 +5,7 @@ whether it starts it itself or a child process does."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -39,13 +40,15 @@ def test_ordinary_commands_are_no_part(argv):
 
 
 def inner(tmp_path: Path, body: str, *options: str) -> subprocess.CompletedProcess:
-    """Run ``body`` as a test file in a pytest of its own, with the tier plugin and a fake program
-    named ``sshd`` and one named ``java`` (shell scripts: the name is what the plugin reads)."""
+    """Run ``body`` as a test file in a pytest of its own, with the tier plugin, programs named
+    ``sshd`` and ``java`` (copies of ``sleep``: the plugin reads the executable's name) and a stub
+    script named ``sudo``."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("sshd", "java"):
-        (bin_dir / name).write_text("#!/bin/sh\nsleep 1\n")
-        (bin_dir / name).chmod(0o755)
+        shutil.copy(shutil.which("sleep"), bin_dir / name)
+    (bin_dir / "sudo").write_text("#!/bin/sh\necho \"$@\" >> stub.log\n")
+    (bin_dir / "sudo").chmod(0o755)
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(body).replace("BIN", str(bin_dir)))
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n  fast: f\n  docs: d\n  system: s\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
@@ -60,16 +63,29 @@ def test_a_fast_test_that_starts_sshd_fails_and_a_system_one_passes(tmp_path):
 
         @pytest.mark.fast
         def test_fast_starts_sshd():
-            subprocess.run(["BIN/sshd", "-D"], check=True)
+            subprocess.run(["BIN/sshd", "1"], check=True)
 
         @pytest.mark.system
         def test_system_starts_sshd():
-            subprocess.run(["BIN/sshd", "-D"], check=True)
+            subprocess.run(["BIN/sshd", "1"], check=True)
     """)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 1 passed" in r.stdout, r.stdout
     assert "test_fast_starts_sshd is marked 'fast' but started what only the 'system' tier may" in r.stdout
-    assert "sshd: BIN/sshd -D".replace("BIN", str(tmp_path / "bin")) in r.stdout
+    assert "sshd: BIN/sshd 1".replace("BIN", str(tmp_path / "bin")) in r.stdout
+
+
+def test_a_stub_script_named_like_a_part_is_no_part(tmp_path):
+    r = inner(tmp_path, """
+        import os, subprocess, pytest
+
+        @pytest.mark.fast
+        def test_fast_runs_a_recording_stub():
+            env = dict(os.environ, PATH="BIN")
+            subprocess.run(["sudo", "-n", "true"], check=True, env=env)
+            subprocess.run(["/bin/sh", "-c", "sudo -n true"], check=True, env=env)
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_a_part_started_by_a_child_process_is_seen(tmp_path):
@@ -78,7 +94,7 @@ def test_a_part_started_by_a_child_process_is_seen(tmp_path):
 
         @pytest.mark.docs
         def test_docs_runs_a_shell_that_starts_java():
-            subprocess.run(["sh", "-c", "BIN/java; true"], check=True)
+            subprocess.run(["sh", "-c", "BIN/java 1; true"], check=True)
     """)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "is marked 'docs' but started what only the 'system' tier may" in r.stdout, r.stdout
@@ -93,10 +109,10 @@ def test_the_closest_marker_decides_the_tier(tmp_path):
 
         @pytest.mark.system
         def test_system_in_a_fast_module():
-            subprocess.run(["BIN/sshd"], check=True)
+            subprocess.run(["BIN/sshd", "0.5"], check=True)
 
         def test_fast_by_the_module():
-            subprocess.run(["BIN/sshd"], check=True)
+            subprocess.run(["BIN/sshd", "0.5"], check=True)
     """)
     assert "1 failed, 1 passed" in r.stdout, r.stdout + r.stderr
     assert "test_fast_by_the_module is marked 'fast'" in r.stdout

@@ -18,8 +18,9 @@ a tier and those below it):
 
 Enforcement, for the ``fast`` and ``docs`` tiers: an audit hook sees every process this pytest
 process starts (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``os.system``), and a thread
-watches this process's descendants in ``/proc`` (a part started by a child, such as the Tomcat of a
-``tunepath run`` subprocess). A part the test's tier does not allow fails the test at teardown,
+watches this process's descendants in ``/proc`` by their executables (a part started by a child,
+such as the Tomcat of a ``tunepath run`` subprocess). A program that is a script is never a part
+by its name (tests run recording stubs named ``sudo`` or ``java``). A part the test's tier does not allow fails the test at teardown,
 naming the part, the command and the marker it needs. Processes that were already running when the
 test began (a session fixture of another tier) are not the test's.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -125,21 +127,45 @@ def _argv(value) -> list[str]:
         return []
 
 
+def _is_script(program: str, env) -> bool:
+    """A program that is a script (``#!``): a test's recording stub named ``sudo`` or ``java`` is no
+    part. A real part that is a script (``jmeter``, Debian's ``chromium`` wrapper) starts its binary,
+    which the scan of the descendants sees by its executable."""
+    path = env.get("PATH") if isinstance(env, dict) else None
+    found = shutil.which(program, path=path) if os.sep not in program else program
+    try:
+        with open(found or program, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
+
+
 def _audit(event: str, args: tuple) -> None:
     watch = _watch
     if watch is None:
         return
+    env = None
     if event == "subprocess.Popen":
-        argv = _argv(args[1])
+        argv, env = _argv(args[1]), args[3]
         if args[0]:
             argv = [os.fsdecode(args[0])] + argv[1:] if argv else [os.fsdecode(args[0])]
     elif event in ("os.exec", "os.posix_spawn"):
-        argv = _argv(args[1])
+        argv, env = _argv(args[1]), args[2]
     elif event == "os.system":
         argv = _argv(args[0])
     else:
         return
-    watch.see(part_of(argv), " ".join(argv)[:300])
+    part = part_of(argv)
+    if part is not None and not _is_script(argv[0], env if env is not None else os.environ):
+        watch.see(part, " ".join(argv)[:300])
+
+
+def _program(proc: str, stat: str) -> str:
+    """The process's executable (a stub script runs as its shell, a JVM as java), else its comm."""
+    try:
+        return os.path.basename(os.readlink(f"{proc}/exe")).removesuffix(" (deleted)")
+    except OSError:
+        return stat[stat.index("(") + 1:stat.rindex(")")]
 
 
 def _children() -> dict[int, list[tuple[int, str]]]:
@@ -151,9 +177,8 @@ def _children() -> dict[int, list[tuple[int, str]]]:
             stat = Path(entry.path, "stat").read_text()
         except OSError:
             continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
         ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append((int(entry.name), comm))
+        kids.setdefault(ppid, []).append((int(entry.name), _program(entry.path, stat)))
     return kids
 
 
@@ -172,11 +197,11 @@ def _inner(pid: int) -> bool:
 
 
 def descendants() -> dict[int, str]:
-    """pid → comm of every process below this one, but for those below an inner pytest."""
+    """pid → program of every process below this one, but for those below an inner pytest."""
     kids, out, todo = _children(), {}, [os.getpid()]
     while todo:
         for pid, comm in kids.get(todo.pop(), []):
-            if comm.startswith("python") and _inner(pid):
+            if comm.startswith("python") and _inner(pid):   # comm: the program's name here
                 continue
             out[pid] = comm
             todo.append(pid)
