@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,24 @@ def test_a_test_without_a_tier_or_with_two_is_refused_before_anything_runs(tmp_p
     assert r.returncode == 4, r.stdout + r.stderr         # usage error: nothing ran
     assert "test_inner.py::test_none: no tier marker" in r.stderr
     assert "test_inner.py::test_two: fast, system" in r.stderr
+
+
+def test_a_finished_stub_is_no_part_though_its_name_stays(tmp_path):
+    """A stub that has exited but is not yet reaped keeps its name (comm) and loses its executable:
+    it is nothing, not the part it is named after."""
+    from tiers import _program
+    stub = tmp_path / "sudo"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    proc = subprocess.Popen([str(stub)])
+    stat_path = Path(f"/proc/{proc.pid}/stat")
+    for _ in range(200):                               # until it is a zombie (state Z)
+        stat = stat_path.read_text()
+        if stat[stat.rindex(")") + 2] == "Z":
+            break
+        time.sleep(0.01)
+    try:
+        assert stat[stat.index("(") + 1:stat.rindex(")")] == "sudo"
+        assert _program(f"/proc/{proc.pid}", stat) == ""
+    finally:
+        proc.wait()

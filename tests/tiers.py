@@ -161,11 +161,17 @@ def _audit(event: str, args: tuple) -> None:
 
 
 def _program(proc: str, stat: str) -> str:
-    """The process's executable (a stub script runs as its shell, a JVM as java), else its comm."""
+    """The process's executable (a stub script runs as its shell, a JVM as java); its comm where the
+    executable may not be read (another user's process, such as a real sudo); nothing for a process
+    that has no executable any more (a zombie: its comm may be a stub's name)."""
     try:
         return os.path.basename(os.readlink(f"{proc}/exe")).removesuffix(" (deleted)")
-    except OSError:
+    except (PermissionError, FileNotFoundError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            return ""
         return stat[stat.index("(") + 1:stat.rindex(")")]
+    except OSError:
+        return ""
 
 
 def _children() -> dict[int, list[tuple[int, str]]]:
