@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tunepath.bench import bench_overhead
+from harness.bench.overhead import bench_overhead
 
 
 def _write(runs, run_id: str, blocks: list[dict], measurements: list[dict], wall: dict[str, float]) -> None:

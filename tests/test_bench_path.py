@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tunepath.bench_path import bench_path
+from harness.bench.path import bench_path
 from tunepath.steps import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
