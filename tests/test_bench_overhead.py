@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.bench.overhead import bench_overhead
+
+pytestmark = pytest.mark.fast
 
 
 def _write(runs, run_id: str, blocks: list[dict], measurements: list[dict], wall: dict[str, float]) -> None:

@@ -6,8 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from harness.bench.path import bench_path
 from tunepath.steps import REGISTRY
+
+pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[1]
 
