@@ -30,7 +30,7 @@ from harness.faults.target import Target
 from harness.faults.vm import VmGuest
 from tunepath.errors import TunepathError
 
-__all__ = ["Options", "parse", "main", "exit_status"]
+__all__ = ["Options", "parse", "main", "run", "exit_status"]
 
 
 @dataclass
@@ -102,7 +102,11 @@ def _interrupt(*_) -> None:
 
 def run(target: Target, config: Config) -> int:
     """The harness on ``target``, its clean-up whatever happens, the results and the table."""
-    harness, stopped = Harness(config, target), False
+    try:
+        harness, stopped = Harness(config, target), False
+    except TunepathError as exc:
+        print(f"{target.prog}: {exc}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         harness.run()
@@ -119,16 +123,21 @@ def run(target: Target, config: Config) -> int:
             say(f"  {line}")
         if config.keep_runs:
             say(f"the runs are kept in {harness.records}")
+    report(harness)
+    return exit_status(harness.trials, stopped)
+
+
+def report(harness: Harness) -> None:
+    """The results file (not overwritten when no trial ended and none are merged) and the table."""
+    trials, out = harness.trials, harness.config.out
+    if not trials and not harness.config.merge:
+        print(f"\nno trial ended; {out} is left as it was")
+        return
     harness.save()
-    trials = harness.trials
-    if trials:
-        mean = sum(t.duration_s for t in trials) / len(trials)
-        print(f"\n{len(trials)} trials in {harness.elapsed()} (a trial took {mean:.0f} s on average, setup and "
-              f"calibration included in the total); results in {config.out}\n")
-        print(render(trials, target.layout))
-    else:
-        print(f"\nno trial ended; results in {config.out}")
-    return exit_status(trials, stopped)
+    mean = sum(t.duration_s for t in trials) / len(trials) if trials else 0.0
+    print(f"\n{len(trials)} trials in {harness.elapsed()} (a trial took {mean:.0f} s on average, setup and "
+          f"calibration included in the total); results in {out}\n")
+    print(render(trials, harness.target.layout))
 
 
 def main(argv: list[str] | None = None) -> int:

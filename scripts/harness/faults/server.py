@@ -75,7 +75,6 @@ class Calibration:
 class LabServer(Target):
     """The namespace lab's server: the host changes of the baseline, NIC-queue and JVM steps."""
 
-    description = "Fault injection on the lab: interrupt applied live runs and check the server is put back"
     root_for = "the lab's namespaces, CPU hotplug, huge pages"
     machine_wide = True
     layout = SERVER_LAYOUT

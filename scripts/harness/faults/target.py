@@ -28,7 +28,6 @@ class Target(ABC):
     """One kind of server to break; its class attributes are its settings and defaults."""
 
     prog: str = "scripts/faults"            # in usage and error messages
-    description: str = ""
     root_for: str = ""                      # why it needs root
     machine_wide: bool = False              # changes this machine's CPUs or huge pages: hold the apply lock
     layout: Layout

@@ -92,8 +92,6 @@ class VmGuest(Target):
     """The lab's VM: the IOMMU step's GRUB change and reboot."""
 
     prog = "scripts/faults --vm"
-    description = ("Fault injection on the lab's server VM: power cuts and a killed controller around the IOMMU "
-                   "step's GRUB change and reboot, and checks that the VM boots and is put back.")
     root_for = "the lab's namespaces and QEMU"
     layout = GUEST_LAYOUT
     trials, prefix, lab_dir, out = 2, "tpvmf", "vmfaults-lab", "faults-vm.json"
