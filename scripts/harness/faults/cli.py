@@ -24,7 +24,7 @@ from pathlib import Path
 from harness import ROOT
 from harness.faults.harness import Config, Harness
 from harness.faults.probe import apply_lock, say
-from harness.faults.report import AUTO, RESTORE, Trial, duration, load_trials, render
+from harness.faults.report import AUTO, RESTORE, Trial, load_trials, render
 from harness.faults.server import LabServer
 from harness.faults.target import Target
 from harness.faults.vm import VmGuest
