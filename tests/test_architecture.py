@@ -1,23 +1,31 @@
-"""Architecture rules for scripts/tunepath, checked by reading its source with ``ast``.
+"""Architecture rules for scripts/tunepath and the tools beside it (scripts/harness), checked by
+reading their source with ``ast``.
 
-Each ``find_*`` helper returns every offender (``file:line: what is wrong``), so a failure lists
-them all; the ``test_checker_*`` tests run the helpers on tiny packages with known faults.
+Both packages: no import cycles, no other module's private names, modules and functions within
+the size limits. The harness uses tunepath, never the reverse, and no harness module (``bench*``,
+``faults*``) sits at tunepath's top level or ships in its wheel. Each ``find_*`` helper returns
+every offender (``file:line: what is wrong``), so a failure lists them all; the ``test_checker_*``
+tests run the helpers on tiny packages with known faults.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import sys
 import tomllib
 from pathlib import Path
 
-from conftest import ROOT
-
 import pytest
+
+from conftest import ROOT
 
 pytestmark = pytest.mark.fast
 
 PKG = ROOT / "scripts" / "tunepath"
+HARNESS = ROOT / "scripts" / "harness"
+PACKAGES = pytest.mark.parametrize("pkg", [PKG, HARNESS], ids=lambda p: p.name)
+HARNESS_PREFIXES = ("bench", "faults")      # what was the harness at tunepath's top level
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 FALLBACK_STEP_NAMES = frozenset({"setup", "baseline", "nic-queues", "numa", "iommu", "connectors", "jvm",
@@ -56,17 +64,18 @@ def import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return sorted(found, key=lambda n: n.lineno)
 
 
-def imported(node, me: str, is_pkg: bool, known) -> list[tuple[str, str, str, str]]:
-    """(module imported, alias bound or '', module the alias names, name imported from it or '')."""
-    top = me.split(".")[0]
+def imported(node, me: str, is_pkg: bool, known, tops=()) -> list[tuple[str, str, str, str]]:
+    """(module imported, alias bound or '', module the alias names, name imported from it or ''), for
+    imports from the importer's own package and from the packages ``tops``."""
+    tops = {me.split(".")[0], *tops}
     if isinstance(node, ast.Import):  # `import top.a.b` binds `top`; `import top.a.b as x` binds x
-        return [(a.name, a.asname or top, a.name if a.asname else top, "") for a in node.names
-                if a.name.split(".")[0] == top]
+        return [(a.name, a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0], "")
+                for a in node.names if a.name.split(".")[0] in tops]
     source = node.module or ""
     if node.level:
         base = me.split(".")[:len(me.split(".")) - node.level + (1 if is_pkg else 0)]
         source = ".".join(base + ([node.module] if node.module else []))
-    if source.split(".")[0] != top:
+    if source.split(".")[0] not in tops:
         return []
     return [(f"{source}.{a.name}", a.asname or a.name, f"{source}.{a.name}", "")
             if f"{source}.{a.name}" in known else (source, "", "", a.name) for a in node.names]
@@ -119,13 +128,17 @@ def dotted(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def find_private_uses(pkg: Path) -> list[str]:
-    """``from tunepath.x import _name``, and ``alias._name`` where alias is an imported tunepath module."""
-    known, offenders = modules(pkg), []
-    for me, path in known.items():
+def find_private_uses(pkg: Path, *used: Path) -> list[str]:
+    """``from tunepath.x import _name``, and ``alias._name`` where alias is an imported tunepath module;
+    the same for the modules of the packages ``used`` (the harness uses tunepath)."""
+    own, known, offenders = modules(pkg), {}, []
+    for other in (pkg, *used):
+        known.update(modules(other))
+    for me, path in own.items():
         tree, aliases = ast.parse(path.read_text(), str(path)), {}
         for node in import_nodes(tree):
-            for target, alias, bound, name in imported(node, me, path.name == "__init__.py", known):
+            for target, alias, bound, name in imported(node, me, path.name == "__init__.py", known,
+                                                       [u.name for u in used]):
                 aliases.update({alias: bound} if alias else {})
                 private = name or target.rsplit(".", 1)[-1]
                 if is_private(private) and target != me:
@@ -209,17 +222,62 @@ def report(title: str, offenders: list[str]) -> str:
     return f"{len(offenders)} {title}:\n  " + "\n  ".join(offenders)
 
 
-def test_imports_form_no_cycle():
-    cycles = [describe_cycle(c, graph) for graph in [import_graph(PKG)] for c in find_cycles(graph)]
-    assert not cycles, report("import cycles between tunepath modules", cycles)
+def find_imports_of(pkg: Path, top: str) -> list[str]:
+    """Imports of the package ``top`` (or of its modules) anywhere in ``pkg``."""
+    offenders = []
+    for me, path in modules(pkg).items():
+        for node in import_nodes(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if not node.level else []
+            offenders += [f"{shown(path)}:{node.lineno}: {me} imports {name}" for name in names
+                          if name.split(".")[0] == top]
+    return by_place(offenders)
 
 
-def test_no_private_names_across_modules():
-    assert not (offenders := find_private_uses(PKG)), report("uses of another module's private names", offenders)
+def find_top_level(pkg: Path, prefixes=HARNESS_PREFIXES) -> list[str]:
+    """Modules or packages at the top of ``pkg`` whose name starts with one of ``prefixes``."""
+    return sorted(shown(p) for p in pkg.iterdir() if p.name.startswith(prefixes)
+                  and (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())))
 
 
-def test_modules_and_functions_stay_small():
-    assert not (offenders := find_oversized(PKG)), report("modules or functions over the size limits", offenders)
+def find_shipped(pyproject: Path, package: str) -> list[str]:
+    """The ``[tool.setuptools.packages.find]`` include patterns that would put ``package`` in the wheel."""
+    found = tomllib.loads(pyproject.read_text()).get("tool", {}).get("setuptools", {}).get("packages", {})
+    include = found.get("find", {}).get("include", ["*"]) if isinstance(found, dict) else found
+    return [pattern for pattern in include if fnmatch.fnmatchcase(package, pattern)]
+
+
+@PACKAGES
+def test_imports_form_no_cycle(pkg):
+    cycles = [describe_cycle(c, graph) for graph in [import_graph(pkg)] for c in find_cycles(graph)]
+    assert not cycles, report(f"import cycles between {pkg.name} modules", cycles)
+
+
+@PACKAGES
+def test_no_private_names_across_modules(pkg):
+    used = [PKG] if pkg == HARNESS else []
+    assert not (offenders := find_private_uses(pkg, *used)), report("uses of another module's private names",
+                                                                    offenders)
+
+
+@PACKAGES
+def test_modules_and_functions_stay_small(pkg):
+    assert not (offenders := find_oversized(pkg)), report("modules or functions over the size limits", offenders)
+
+
+def test_tunepath_never_imports_the_harness():
+    """Data flows one way: the harness (scripts/harness) uses tunepath, never the reverse."""
+    assert not (offenders := find_imports_of(PKG, HARNESS.name)), report("imports of the harness in tunepath",
+                                                                         offenders)
+
+
+def test_the_harness_stays_out_of_the_package():
+    """The benchmarks and the fault harnesses live in scripts/harness/, not at tunepath's top level,
+    and tunepath's wheel does not ship them."""
+    assert not (offenders := find_top_level(PKG)), report("harness modules at tunepath's top level", offenders)
+    assert not (offenders := find_shipped(ROOT / "pyproject.toml", HARNESS.name)), report(
+        "include patterns that ship the harness in tunepath's wheel", offenders)
+    assert {"bench", "faults"} <= {p.name for p in HARNESS.iterdir() if (p / "__main__.py").is_file()}
 
 
 def test_only_steps_compare_step_names():
@@ -228,8 +286,7 @@ def test_only_steps_compare_step_names():
 
 
 # the modules that drive steps by name; every other module is handed a step object or the registry
-ORCHESTRATORS = frozenset({"tunepath.pipeline", "tunepath.cli", "tunepath.bench", "tunepath.publish.build",
-                           "tunepath.live.runner"})
+ORCHESTRATORS = frozenset({"tunepath.pipeline", "tunepath.cli", "tunepath.publish.build", "tunepath.live.runner"})
 
 
 def find_registry_imports(graph: dict[str, dict[str, str]]) -> list[str]:
@@ -252,11 +309,11 @@ def test_package_data_is_declared():
 
 # ---- the checker itself, on packages with known faults ------------------------------------------------
 
-def make_package(root: Path, files: dict[str, str]) -> Path:
+def make_package(root: Path, files: dict[str, str], name: str = "tunepath") -> Path:
     for rel, text in files.items():
-        (root / "tunepath" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / "tunepath" / rel).write_text(text)
-    return root / "tunepath"
+        (root / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / name / rel).write_text(text)
+    return root / name
 
 
 def test_checker_finds_a_cycle(tmp_path):
@@ -320,3 +377,30 @@ def test_checker_finds_registry_imports():
              "tunepath.pipeline": {"tunepath.steps": "pipeline.py:9"},
              "tunepath.steps.proxy": {"tunepath.steps.base": "proxy.py:5"}}
     assert find_registry_imports(graph) == ["frames.py:3: tunepath.analysis.frames imports tunepath.steps"]
+
+
+def test_checker_finds_the_harness_in_the_package(tmp_path):
+    pkg = make_package(tmp_path, {
+        "__init__.py": "", "cli.py": "import harness.faults as f\nfrom harness.bench import run\n",
+        "pipeline.py": "def f():\n    from harness import ROOT\n    import harnesses, json\n",
+        "benchmarks.py": "", "faults/__init__.py": "", "bench_data/x.txt": "", "faults_notes.txt": "",
+        "lab/__init__.py": "from .harness import x\n", "lab/harness.py": "x = 1\n",
+    })
+    assert [o.split(": ", 1)[1] for o in find_imports_of(pkg, "harness")] == [
+        "tunepath.cli imports harness.faults", "tunepath.cli imports harness.bench", "tunepath.pipeline imports harness"]
+    assert [Path(o).name for o in find_top_level(pkg)] == ["benchmarks.py", "faults"]
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.setuptools.packages.find]\nwhere = ["scripts"]\ninclude = ["tunepath*"]\n')
+    assert find_shipped(pyproject, "harness") == []
+    pyproject.write_text('[tool.setuptools.packages.find]\ninclude = ["tunepath*", "h*"]\n')
+    assert find_shipped(pyproject, "harness") == ["h*"]
+
+
+def test_checker_finds_private_names_of_a_used_package(tmp_path):
+    pkg = make_package(tmp_path, {"__init__.py": "", "errors.py": "_x = 1\n"})
+    tool = make_package(tmp_path, {"__init__.py": "", "a.py": "from tunepath.errors import _x\nimport tunepath.errors\n"
+                                   "y = tunepath.errors._x\nfrom harness import _b\n", "_b.py": ""}, "harness")
+    assert [o.split(": ", 1)[1] for o in find_private_uses(tool, pkg)] == [
+        "imports private '_x' from tunepath.errors", "uses private tunepath.errors._x of tunepath.errors",
+        "imports private '_b' from harness._b"]
+    assert find_private_uses(tool) == [o for o in find_private_uses(tool, pkg) if "harness._b" in o]

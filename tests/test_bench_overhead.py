@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from tunepath.bench import bench_overhead
-
 import pytest
+
+from harness.bench.overhead import bench_overhead
 
 pytestmark = pytest.mark.fast
 

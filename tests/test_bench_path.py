@@ -6,10 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from tunepath.bench_path import bench_path
-from tunepath.steps import REGISTRY
-
 import pytest
+
+from harness.bench.path import bench_path
+from tunepath.steps import REGISTRY
 
 pytestmark = pytest.mark.fast
 

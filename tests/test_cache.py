@@ -324,7 +324,7 @@ def _live_run(runs, run_id, blocks, timings=None, notebook_duration=None):
 
 
 def test_bench_overhead_is_wall_minus_load(tmp_path):
-    from tunepath.bench import bench_overhead
+    from harness.bench.overhead import bench_overhead
 
     runs = tmp_path / "runs"
     blocks = [{"step": "proxy", "block": b, "outcome": "ran", "duration_s": d}
@@ -348,7 +348,7 @@ def test_bench_overhead_is_wall_minus_load(tmp_path):
 
 
 def test_bench_overhead_estimates_the_warm_ups_of_later_repetitions(tmp_path):
-    from tunepath.bench import bench_overhead
+    from harness.bench.overhead import bench_overhead
 
     runs = tmp_path / "runs"
     blocks = [{"step": "baseline", "block": b, "outcome": "ran", "duration_s": d, **extra}
@@ -362,7 +362,7 @@ def test_bench_overhead_estimates_the_warm_ups_of_later_repetitions(tmp_path):
 
 
 def test_bench_parse_counts_reports_and_leaves_other_files_out(tmp_path, capsys):
-    from tunepath.bench import bench_parse
+    from harness.bench.throughput import bench_parse
 
     fixtures = tmp_path / "fixtures"
     (fixtures / "wrk").mkdir(parents=True)

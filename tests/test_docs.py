@@ -34,14 +34,11 @@ LAYERS = tuple(sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_fi
 # written by a build, a run or `tunepath lab up`, never committed
 GENERATED = ("static/charts", "static/notebooks", "runs/.inprogress", "tests/browser/node_modules")
 LAB_OUTPUT = {"lab/hosts.toml", "lab/known_hosts", "lab/state.json", "lab/id_ed25519"}
-# the harness folders that a parallel change moves beside the package: accepted while
-# scripts/harness/ does not exist yet, checked like any other path once it does
-HARNESS = ("scripts/harness/bench/", "scripts/harness/faults/")
 EXTENSIONS = ("py", "md", "json", "toml", "sh", "html", "ipynb", "patch", "jmx", "lock", "css", "yml", "yaml",
               "png", "svg", "txt", "cfg")
 
 _URL = re.compile(r"\b[a-z]+://\S+")
-_PATH = re.compile(r"(?<![\w./~$@-])((?:%s)/[\w./-]*)" % "|".join(map(re.escape, TOP + LAYERS + ("tunepath",))))
+_PATH = re.compile(r"(?<![\w./~$@-])((?:%s)/[\w./-]*)" % "|".join(map(re.escape, TOP + LAYERS + ("tunepath", "harness"))))
 _DOTTED = re.compile(r"(?<![\w./~$-])tunepath(?:\.[A-Za-z_]\w*)+")
 _BARE_PY = re.compile(r"(?<![\w./~$-])([A-Za-z_][\w-]*\.py)\b")
 _LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
@@ -90,12 +87,10 @@ def dotted_exists(dotted: str) -> bool:
 
 def path_exists(token: str) -> bool:
     token = token.rstrip("/") + ("/" if token.endswith("/") else "")
-    if token.startswith("scripts/harness/"):
-        return token in HARNESS and (not (ROOT / "scripts" / "harness").exists() or (ROOT / token).is_dir())
     if token.startswith(GENERATED) or token in LAB_OUTPUT:
         return True
     first = token.split("/", 1)[0]
-    where = ROOT / token if first in TOP else PKG.parent / token if first == "tunepath" else PKG / token
+    where = ROOT / token if first in TOP else PKG.parent / token if first in ("tunepath", "harness") else PKG / token
     if where.exists():
         return True
     stem, dot, attr = token.rpartition("/")[2].partition(".")
@@ -141,11 +136,12 @@ def test_the_checker_sees_bad_names():
     bad = ("see `scripts/tunepath/parse/wrkk.py`, `parse/nothing.py`, `publish/charts.nope` and\n"
            "`tunepath.analysis.statz`, `tunepath.analysis.stats.no_such_name`, `tests/test_nope.py`,\n"
            "`layouts/_partials/none.html`, [a link](nowhere.md), `bench_nope.py` and\n"
-           "`scripts/harness/faults/trial.py`, `publish/nothing`\n")
+           "`scripts/harness/faults/trial.py`, `harness/faults/nope.py`, `publish/nothing`\n")
     good = ("`scripts/tunepath/parse/wrk.py`, `parse/siege.py`, `publish/swap.py`, `tunepath.analysis.stats`,\n"
             "`live/restore.reboot_to_original`, `tunepath.model.shell.quote`, `runs/<id>/run.json`,\n"
             "`notebooks/NN-<name>.ipynb`, `lab/hosts.toml`, `~/.tunepath/lock`, [s](statistics.md#tests),\n"
-            "https://example.org/docs/x.md, `steps/templates/*`, `pipeline.py`, `publish/build`\n"
+            "https://example.org/docs/x.md, `steps/templates/*`, `pipeline.py`, `publish/build`,\n"
+            "`scripts/harness/faults/harness.py`, `harness/bench/run.py`, `scripts/harness/`\n"
             "```json\n{\"html\": \"notebooks/02-baseline.html\"}\n```\n"
             "<!-- other-repository: ArmDeveloperEcosystem/arm-learning-paths -->\n"
             "`tools/verify_index_fields.py`, `.github/workflows/test-lp.yml`\n<!-- /other-repository -->\n")
@@ -153,7 +149,7 @@ def test_the_checker_sees_bad_names():
         "path scripts/tunepath/parse/wrkk.py", "path parse/nothing.py", "path publish/charts.nope",
         "dotted tunepath.analysis.statz", "dotted tunepath.analysis.stats.no_such_name", "path tests/test_nope.py",
         "path layouts/_partials/none.html", "link nowhere.md", "bare bench_nope.py",
-        "path scripts/harness/faults/trial.py", "path publish/nothing"])
+        "path scripts/harness/faults/trial.py", "path harness/faults/nope.py", "path publish/nothing"])
     assert missing_names(doc, good) == []
 
 

@@ -1,14 +1,19 @@
-"""The VM fault harness's pure logic (no VM, no SSH): the guest's state and its differences, the
-outcome of a trial, the seeded schedule, the results table and file."""
+"""The VM guest as a fault target (``scripts/faults --vm``), its pure logic (no VM, no SSH): the
+guest's state and its differences, the outcome of a trial, the seeded schedule, the results table
+and file, the options."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tunepath.faults_vm import parse
-from tunepath.faults_vm_probe import STATE_SCRIPT, WATCH_SCRIPT
-from tunepath.faults_vm_report import (AUTO, KINDS, MODIFIED, RESTORE, UNBOOTABLE, GuestState, VmTrial,
-                                       load_trials, parse_state, render, schedule, summary_rows, write_results)
+from harness.faults.cli import parse
+from harness.faults.guest import STATE_SCRIPT, WATCH_SCRIPT
+from harness.faults.report import AUTO, MODIFIED, RESTORE, UNBOOTABLE, Trial, load_trials, render, summary_rows, \
+    write_results
+from harness.faults.state import GuestState, parse_state
+from harness.faults.vm import GUEST_LAYOUT, KINDS, VmGuest, schedule
 
 pytestmark = pytest.mark.fast
 
@@ -63,7 +68,7 @@ def test_differences_name_each_field():
     ({"booted": False, "differences": ["x"], "left": ["x"]}, UNBOOTABLE),
 ])
 def test_classify(fields, outcome):
-    t = VmTrial("grub", 1, 7, 1.0, **fields)
+    t = Trial("grub", 1, 7, 1.0, **fields)
     assert t.classify() == outcome and t.outcome == outcome
 
 
@@ -83,22 +88,28 @@ def test_schedule_is_seeded_and_takes_turns():
 
 
 def test_render_counts_and_lists_bad_trials(tmp_path):
-    trials = [VmTrial("grub", 1, 1, 1.0, injected=True, boot_s=40.0, duration_s=300),
-              VmTrial("grub", 2, 2, 1.0, injected=True, boot_s=50.0, duration_s=360,
-                      differences=["dropin: absent → x"]),
-              VmTrial("controller", 1, 3, 1.0, signal="SIGKILL", injected=True, booted=False,
-                      console_tail=["Kernel panic"], repaired="a new disk from the cached image", duration_s=200)]
+    trials = [Trial("grub", 1, 1, 1.0, injected=True, boot_s=40.0, duration_s=300),
+              Trial("grub", 2, 2, 1.0, injected=True, boot_s=50.0, duration_s=360,
+                    differences=["dropin: absent → x"]),
+              Trial("controller", 1, 3, 1.0, signal="SIGKILL", injected=True, booted=False,
+                    console_tail=["Kernel panic"], repaired="a new disk from the cached image", duration_s=200)]
     for t in trials:
         t.classify()
-    rows = summary_rows(trials)
+    rows = summary_rows(trials, GUEST_LAYOUT.labels)
     assert [(r.trials, r.auto, r.by_restore, r.unbootable) for r in rows] == [(2, 1, 1, 0), (1, 0, 0, 1), (3, 1, 1, 1)]
     assert rows[0].boot_median_s == 45.0 and rows[1].boot_median_s is None
-    table = render(trials)
+    table = render(trials, GUEST_LAYOUT)
+    assert table.splitlines()[0] == (
+        "| fault | trials | fault injected | restored automatically | restored by one `tunepath restore` | "
+        "left modified | unbootable | boot after the fault (median) | time per trial (median) |")
     assert "| QEMU killed during `update-grub` | 2 | 2 | 1 | 1 | 0 | 0 | 45 s | 5.5 min |" in table
     assert "controller 1: unbootable: no sshd: Kernel panic (repaired: a new disk from the cached image)" in table
     out = tmp_path / "vm.json"
-    write_results(out, {"seed": 11}, trials)
+    write_results(out, {"seed": 11}, trials, GUEST_LAYOUT)
     assert [t.outcome for t in load_trials(out)] == [t.outcome for t in trials]
+    data = json.loads(out.read_text())
+    assert [list(t) for t in data["trials"]] == [list(GUEST_LAYOUT.trial_fields)] * 3
+    assert list(data["summary"][0]) == list(GUEST_LAYOUT.summary_fields) and "landed" not in data["trials"][0]
 
 
 def test_guest_scripts_do_not_match_themselves():
@@ -108,7 +119,11 @@ def test_guest_scripts_do_not_match_themselves():
 
 
 def test_parse_options():
-    c = parse(["--trials", "3", "--kinds", "grub,controller", "--seed", "5"])
+    options = parse(["--vm", "--trials", "3", "--kinds", "grub,controller", "--seed", "5", "--only",
+                     "controller:1,grub:2"])
+    c = options.config
+    assert isinstance(options.target, VmGuest)
     assert (c.trials, c.kinds, c.seed, c.prefix) == (3, ("grub", "controller"), 5, "tpvmf")
+    assert c.only == (("controller", 1), ("grub", 2))
     with pytest.raises(SystemExit):
-        parse(["--kinds", "grub,bogus"])
+        parse(["--vm", "--kinds", "grub,bogus"])

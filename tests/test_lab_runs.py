@@ -6,7 +6,7 @@ of the setup step, then: (a) an applied run of the baseline (CPU 1 offline) and 
 huge pages would add two minutes: tests/test_host_changes_real.py reserves and releases them for
 real, and scripts/faults injects faults into applied runs of the JVM step); (b) a SIGINT while a change is applied leaves the
 server as it was, with no ``tunepath restore``. The server's state is read as root from outside
-the lab's SSH (tunepath.faults_probe). Everything machine-wide runs under
+the lab's SSH (harness.faults.probe). Everything machine-wide runs under
 ``flock /tmp/tunepath-apply.lock``; the finalisers put the server back, take the lab down, and
 bring this machine's CPUs and huge pages back, also when a test fails.
 """
@@ -72,7 +72,7 @@ class LabRuns:
     runs: Path
 
     def start(self, steps: str, *extra: str):
-        from tunepath.faults_probe import Controller
+        from harness.faults.probe import Controller
 
         return Controller([str(TUNEPATH), "run", "--hosts", str(self.lab.hosts_file), "--profile", "smoke",
                            "--steps", steps, "--runs-dir", str(self.runs), "--no-build", *extra], ROOT)
@@ -92,7 +92,7 @@ class LabRuns:
 @pytest.fixture(scope="module")
 def lab_runs(tmp_path_factory):
     need_lab_parts()
-    from tunepath.faults_probe import Controller, Probe, machine_state, put_machine_back
+    from harness.faults.probe import Controller, Probe, machine_state, put_machine_back
     from tunepath.lab import Lab
 
     tmp = tmp_path_factory.mktemp("lab-runs")

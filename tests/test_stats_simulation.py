@@ -1,4 +1,4 @@
-"""The stopping rule and the tests, by a small seeded simulation (tunepath.bench_stats).
+"""The stopping rule and the tests, by a small seeded simulation (harness.bench.stats).
 
 ``scripts/bench --only stats`` runs the same cases with 10,000 trials each for docs/statistics.md;
 here a few hundred trials per case keep the test to seconds, so each target is asserted with an
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from tunepath import bench_stats as sim
+from harness.bench import stats as sim
 
 pytestmark = pytest.mark.fast
 

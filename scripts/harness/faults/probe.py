@@ -1,14 +1,18 @@
-"""What the fault harness does as root on this machine: read and repair the lab server's state,
-drive the controller (``tunepath run`` as a subprocess), and inject the faults.
+"""What the fault harness does as root on this machine, for either target: drive the controller
+(``tunepath run`` as a subprocess), hold the apply lock, put this machine's CPUs and huge pages
+back; and read, repair and break the namespace lab's server (:class:`Probe`, :func:`inject`).
 
-The state is read from outside the lab's SSH on purpose: a fault that cuts SSH must not also blind
-the check. Queue counts come from ``ip netns exec <server namespace> ethtool -l eth0``; the files,
-the lock and the processes from the server user's home and ``/proc``; online CPUs and huge pages
-from this machine (the lab's hosts share its kernel).
+The server's state is read from outside the lab's SSH on purpose: a fault that cuts SSH must not
+also blind the check. Queue counts come from ``ip netns exec <server namespace> ethtool -l eth0``;
+the files, the lock and the processes from the server user's home and ``/proc``; online CPUs and
+huge pages from this machine (the lab's hosts share its kernel). The VM guest's counterparts are
+in :mod:`harness.faults.guest`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import fcntl
 import hashlib
 import os
 import pwd
@@ -16,21 +20,39 @@ import re
 import shutil
 import signal
 import subprocess
-import datetime as dt
 import threading
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from tunepath.faults_report import ServerState
+from harness.faults.state import ServerState
 from tunepath.model.context import parse_cpu_list
 from tunepath.versions import TOMCAT_VERSION
 
-__all__ = ["Probe", "Controller", "inject", "machine_state", "put_machine_back", "say"]
+__all__ = ["Probe", "Controller", "MachineState", "inject", "machine_state", "put_machine_back", "apply_lock", "say"]
+
+APPLY_LOCK = Path("/tmp/tunepath-apply.lock")
 
 
 def say(message: str) -> None:
     """One progress line of a fault harness, with the time."""
     print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+@contextmanager
+def apply_lock():
+    """Hold ``flock /tmp/tunepath-apply.lock`` (machine-wide changes are serialised through it)."""
+    fd = os.open(APPLY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting for {APPLY_LOCK} (another user of CPU hotplug or huge pages holds it)")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 CPU_ONLINE = Path("/sys/devices/system/cpu/online")
@@ -76,16 +98,24 @@ def _set_cpus(want: str) -> list[str]:
     return done
 
 
-def machine_state() -> dict:
-    return {"cpus_online": _cpus_online(), "hugepages": int(HUGEPAGES.read_text())}
+@dataclass(frozen=True)
+class MachineState:
+    """This machine's online CPUs and huge pages (CPU hotplug and huge pages are machine-wide)."""
+
+    cpus_online: str
+    hugepages: int
 
 
-def put_machine_back(state: dict) -> list[str]:
+def machine_state() -> MachineState:
+    return MachineState(_cpus_online(), int(HUGEPAGES.read_text()))
+
+
+def put_machine_back(state: MachineState) -> list[str]:
     """This machine's online CPUs and huge pages as :func:`machine_state` found them."""
-    done = _set_cpus(state["cpus_online"])
-    if int(HUGEPAGES.read_text()) != state["hugepages"]:
-        HUGEPAGES.write_text(str(state["hugepages"]))
-        done.append(f"vm.nr_hugepages {state['hugepages']} again (now {HUGEPAGES.read_text().strip()})")
+    done = _set_cpus(state.cpus_online)
+    if int(HUGEPAGES.read_text()) != state.hugepages:
+        HUGEPAGES.write_text(str(state.hugepages))
+        done.append(f"vm.nr_hugepages {state.hugepages} again (now {HUGEPAGES.read_text().strip()})")
     return done
 
 

@@ -1,5 +1,5 @@
-"""The table ``python -m tunepath.bench`` prints: :func:`render` of the results it writes as JSON
-(see :mod:`tunepath.bench` for what each benchmark measures)."""
+"""The table ``python -m harness.bench`` prints: :func:`render` of the results it writes as JSON
+(see :mod:`harness.bench` for what each benchmark measures)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def render(result: dict) -> str:
                          f"{pct(t['overhead_s']):>5} {t['unrecorded_warmup_s_est']:>11.1f} "
                          f"{t['overhead_adjusted_s']:>10.1f} {pct(t['overhead_adjusted_s']):>5}")
     if result.get("path") is not None:
-        from tunepath.bench_path import render as render_path
+        from harness.bench.path import render as render_path
 
         lines += ["", render_path(result["path"]) if result["path"] else "Recorded path runs: none complete"]
     return "\n".join(lines)

@@ -1,6 +1,6 @@
-"""The VM fault harness's hands on the lab VM: SSH into the guest (its state, a watcher of the
-GRUB change), QEMU's power (SIGKILL, power on again with the same disk), its serial console, and a
-new disk from the cached image for repairs.
+"""The fault harness's hands on the lab's VM guest (``scripts/faults --vm``): SSH into the guest
+(its state, a watcher of the GRUB change), QEMU's power (SIGKILL, power on again with the same
+disk), its serial console, and a new disk from the cached image for repairs.
 
 The guest is reached like the run reaches it: the lab's key, its known_hosts and the forward on
 127.0.0.1. The watcher is one SSH session running a loop in the guest that prints a line each
@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from tunepath.faults_vm_report import GuestState, parse_state
+from harness.faults.state import GuestState, parse_state
 from tunepath.live.hoststate import GRUB_DROP_IN
 
 __all__ = ["Guest", "Watcher", "Power", "STATE_SCRIPT"]

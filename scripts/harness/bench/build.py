@@ -1,4 +1,4 @@
-"""Benchmark 1 of ``python -m tunepath.bench``: the replay build, cold and warm, against Papermill's floor.
+"""Benchmark 1 of ``python -m harness.bench``: the replay build, cold and warm, against Papermill's floor.
 
 Each round builds into a fresh temporary site directory (**cold**: nothing cached at all,
 every notebook executes, every chart is drawn, then Hugo), builds again into it with
@@ -25,6 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import tunepath
+from harness.bench import say
+
 __all__ = ["bench_builds", "bench_trivial", "TRIVIAL_SCRIPT"]
 
 # run by a child Python: N trivial notebooks executed one after the other; the time is the loop's
@@ -48,13 +51,9 @@ print(json.dumps({"notebooks": n, "wall_s": round(time.monotonic() - t0, 3)}))
 """
 
 
-def _say(message: str) -> None:
-    print(message, flush=True)
-
-
 def _child_env(jobs: int | None = None) -> dict:
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[1])          # the tunepath being benchmarked
+    here = str(Path(tunepath.__file__).resolve().parents[1])     # the tunepath being benchmarked
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
     if jobs is not None:
@@ -73,7 +72,7 @@ def _timed_build(label: str, site_dir: Path, runs_dir: Path | None, steps: list[
         cmd += ["--steps", ",".join(steps)]
     if not hugo:
         cmd.append("--no-hugo")
-    _say(f"build ({label}): {' '.join(cmd[1:])}")
+    say(f"build ({label}): {' '.join(cmd[1:])}")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=_child_env(jobs), cwd=str(site_dir))
@@ -81,7 +80,7 @@ def _timed_build(label: str, site_dir: Path, runs_dir: Path | None, steps: list[
     for line in proc.stdout:
         line = line.rstrip("\n")
         tail = (tail + [line])[-15:]
-        _say(f"  [{label} {time.monotonic() - t0:6.1f} s] {line}")
+        say(f"  [{label} {time.monotonic() - t0:6.1f} s] {line}")
     status = proc.wait()
     wall = time.monotonic() - t0
     result = {"label": label, "wall_s": round(wall, 2), "exit_status": status}
@@ -100,7 +99,7 @@ def bench_trivial(n: int) -> dict:
     """Papermill executing ``n`` trivial notebooks one after the other (seconds of the loop alone)."""
     where = Path(tempfile.mkdtemp(prefix="tunepath-bench-trivial-"))
     try:
-        _say(f"papermill: {n} trivial notebooks (x = 1), one after the other")
+        say(f"papermill: {n} trivial notebooks (x = 1), one after the other")
         proc = subprocess.run([sys.executable, "-c", TRIVIAL_SCRIPT, str(n), str(where)], capture_output=True,
                               text=True, env=_child_env(), cwd=str(where))
         if proc.returncode != 0:
@@ -119,7 +118,7 @@ def _round(steps, hugo: bool, runs_dir, keep: bool, jobs: int | None) -> dict:
                  if warm and warm["exit_status"] == 0 else None)
     finally:
         if keep:
-            _say(f"  site kept: {site}")
+            say(f"  site kept: {site}")
         else:
             shutil.rmtree(site, ignore_errors=True)
     trivial = bench_trivial(cold.get("executed") or 0) if cold.get("executed") else None
@@ -144,7 +143,7 @@ def bench_builds(steps: list[str] | None, hugo: bool = True, runs_dir: Path | No
     the median's."""
     done = []
     for i in range(rounds):
-        _say(f"round {i + 1}/{rounds}")
+        say(f"round {i + 1}/{rounds}")
         done.append(_round(steps, hugo, runs_dir, keep, jobs))
         if done[-1]["cold"]["exit_status"] != 0 or done[-1]["no_cache"] is None:
             break
