@@ -21,7 +21,7 @@ ACTIONLINT = ROOT / ".cache" / "bin" / "actionlint"
 def test_the_workflows_pass_actionlint():
     binary = ACTIONLINT if ACTIONLINT.exists() else shutil.which("actionlint")
     if not binary:
-        unavailable(f"actionlint is not at {ACTIONLINT} (scripts/bootstrap --docs installs it with go install)")
+        unavailable(f"actionlint is not at {ACTIONLINT}: scripts/bootstrap --docs builds it with Go 1.21+ (go install)")
     r = subprocess.run([str(binary), "-no-color", *map(str, sorted(WORKFLOW.parent.glob("*.y*ml")))],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
