@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 import tunepath
-from conftest import ROOT, SHARED, serving, unavailable
+from conftest import ROOT, VENDOR, serving, unavailable
 from tunepath.parse.record import PERCENTILE_KEYS
 from tunepath.parse.reports import parse_report
 
 pytestmark = pytest.mark.system
 
-TARBALL = SHARED / "vendor" / "wrk2-44a94c1.tar.gz"
+TARBALL = VENDOR / "wrk2-44a94c1.tar.gz"
 PATCH = Path(tunepath.__file__).parent / "live" / "wrk2-tunepath.patch"
 SYSROOT = ROOT / ".cache" / "arm64-sysroot"
 CROSS_UNAVAILABLE = ROOT / ".cache" / "arm64-cross.unavailable"

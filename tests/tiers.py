@@ -46,12 +46,12 @@ class Part:
     """A kind of thing a test may start, and the lowest tier allowed to start it."""
     name: str
     tier: str
-    programs: frozenset[str]        # executable basenames (a /proc comm is cut to 15 characters)
+    programs: frozenset[str]        # executable basenames, and their /proc comm (cut to 15 characters)
 
 
 PARTS = (
     Part("sshd", "system", frozenset({"sshd"})),
-    Part("a JVM (Tomcat, JMeter)", "system", frozenset({"java", "catalina.sh", "startup.sh", "jsvc", "jmeter"})),
+    Part("a JVM (Tomcat, JMeter)", "system", frozenset({"java", "jsvc"})),
     Part("QEMU or a VM image", "system", frozenset({"qemu-system-x86_64", "qemu-system-aarch64", "qemu-system-x86",
                                                    "qemu-system-aar", "qemu-aarch64", "qemu-img", "mmdebstrap"})),
     Part("a network namespace (the lab)", "system", frozenset({"unshare", "nsenter"})),
@@ -107,6 +107,14 @@ class Watch:
         if part is not None and RANK[part.tier] > RANK[self.tier]:
             with self.lock:
                 self.found.setdefault(part.name, command)
+
+    def look_below(self, how: str) -> None:
+        """Every process below this one that the test started: its program (``ip``'s whole
+        command line, since only ``ip netns`` is a part)."""
+        for pid, program in descendants().items():
+            if pid not in self.before:
+                argv = _cmdline(pid) if program == "ip" else [program]
+                self.see(part_of(argv), f"{' '.join(argv)} (pid {pid}, {how})")
 
 
 _watch: Watch | None = None
@@ -166,9 +174,7 @@ def _program(proc: str, stat: str) -> str:
     that has no executable any more (a zombie: its comm may be a stub's name)."""
     try:
         return os.path.basename(os.readlink(f"{proc}/exe")).removesuffix(" (deleted)")
-    except (PermissionError, FileNotFoundError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            return ""
+    except PermissionError:
         return stat[stat.index("(") + 1:stat.rindex(")")]
     except OSError:
         return ""
@@ -206,10 +212,10 @@ def descendants() -> dict[int, str]:
     """pid → program of every process below this one, but for those below an inner pytest."""
     kids, out, todo = _children(), {}, [os.getpid()]
     while todo:
-        for pid, comm in kids.get(todo.pop(), []):
-            if comm.startswith("python") and _inner(pid):   # comm: the program's name here
+        for pid, program in kids.get(todo.pop(), []):
+            if program.startswith("python") and _inner(pid):
                 continue
-            out[pid] = comm
+            out[pid] = program
             todo.append(pid)
     return out
 
@@ -217,12 +223,8 @@ def descendants() -> dict[int, str]:
 def _scan(stop: threading.Event) -> None:
     while not stop.wait(0.25):
         watch = _watch
-        if watch is None:
-            continue
-        for pid, comm in descendants().items():
-            if pid not in watch.before:
-                argv = _cmdline(pid) if comm == "ip" else [comm]
-                watch.see(part_of(argv), f"{' '.join(argv)} (pid {pid}, started by a child process)")
+        if watch is not None:
+            watch.look_below("started by a child process")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -245,19 +247,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wrong = []
-    for item in items:
-        tiers = tier_of(item)
-        if len(tiers) != 1:
-            wrong.append(f"  {item.nodeid}: {', '.join(tiers) or 'no tier marker'}")
+    tiers = {item: tier_of(item) for item in items}
+    wrong = [f"  {item.nodeid}: {', '.join(found) or 'no tier marker'}" for item, found in tiers.items() if len(found) != 1]
     if wrong:
         raise pytest.UsageError(
             "every test carries exactly one tier marker (pytestmark = pytest.mark.fast, docs or system; "
             "see tests/tiers.py):\n" + "\n".join(wrong[:40]) + ("\n  …" if len(wrong) > 40 else ""))
     highest = RANK[config.getoption("--tier")]
-    keep = [item for item in items if RANK[tier_of(item)[0]] <= highest]
+    keep = [item for item in items if RANK[tiers[item][0]] <= highest]
     if len(keep) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if RANK[tier_of(item)[0]] > highest])
+        config.hook.pytest_deselected(items=[item for item in items if RANK[tiers[item][0]] > highest])
         items[:] = keep
 
 
@@ -287,9 +286,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     watch = item.stash.get(WATCH, None)
     if call.when not in ("call", "teardown") or watch is None or item.stash.get(REPORTED, False):
         return
-    for pid, comm in descendants().items():
-        if pid not in watch.before:
-            watch.see(part_of([comm]), f"{comm} (pid {pid}, still running after the test)")
+    watch.look_below("still running after the test")
     if watch.found and report.passed:
         item.stash[REPORTED] = True
         lines = [f"{name}: {command}" for name, command in sorted(watch.found.items())]
