@@ -72,8 +72,8 @@ def sshd_mark(role_dir: Path) -> str:
 def start_sshd(ns: str, role_dir: Path) -> int:
     """Start the host's sshd in ``ns`` (it goes to the background itself); its pid."""
     config, pidfile = config_path(role_dir), role_dir / "sshd.pid"
+    Path("/run/sshd").mkdir(exist_ok=True)           # sshd's privilege separation directory (`-t` checks it too)
     run([SSHD, "-t", "-f", str(config)], f"checking {config}")
-    Path("/run/sshd").mkdir(exist_ok=True)           # sshd's privilege separation directory
     pidfile.unlink(missing_ok=True)
     run([tool("ip"), "netns", "exec", ns, SSHD, "-f", str(config), "-E", str(role_dir / "sshd.log")],
         f"starting sshd in {ns}", hint=f"see {role_dir / 'sshd.log'}")
