@@ -31,6 +31,7 @@ from tunepath.live.restore import restore
 from tunepath.live.tomcat import Tomcat
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
+from tunepath.model.load import load_spec
 from tunepath.model.shell import heredoc, number, path, port, quote
 from tunepath.steps import REGISTRY
 
@@ -157,7 +158,7 @@ def test_values_no_quoting_makes_safe_are_refused(value):
     (lambda: port(True), "whole number"), (lambda: port("8080"), "whole number"), (lambda: port(0), "1 to 65535"),
     (lambda: port(70000), "1 to 65535"), (lambda: number(1.5), "whole number"), (lambda: quote(False), "not False"),
     (lambda: HostContext(port=True).url, "port must be a whole number"),
-    (lambda: HostContext(threads="2; id").load_command(), "threads must be a whole number"),
+    (lambda: load_spec(HostContext(threads="2; id")).command(), "threads must be a whole number"),
     (lambda: heredoc("f", "a\nEOF\nb\n"), "end the here-document"),
 ])
 def test_ports_and_numbers_are_checked(call, message):

@@ -22,6 +22,7 @@ from tunepath.live.loadgen import PROFILES, LoadTool, calibration_s, detect, dur
 from tunepath.live.session import LiveOptions
 from tunepath.live.wrk2 import BINARY, PATCH_FILE, Wrk2Source, blocks, ensure, patch_sha256
 from tunepath.model.context import HostContext
+from tunepath.model.load import load_spec
 from tunepath.steps import plan
 from tunepath.versions import WRK2_COMMIT, WRK2_REPO
 
@@ -86,18 +87,27 @@ def test_the_page_renders_from_the_context_the_commands_the_build_ran(given):
 
 # --- what the live run measures with ------------------------------------------------------------
 def test_wrk2_runs_last_their_calibration_longer_than_the_profile():
+    """A stock wrk2 (no -W) runs its calibration longer than the counted window; the project's wrk2
+    warms up and calibrates inside -W, so -d is what counts."""
     wrk2, wrk = LoadTool("wrk2", BINARY, None, 2), LoadTool("wrk", "wrk", None, 2, "wrk")
+    warm = LoadTool("wrk2", BINARY, None, 2, warmup=True)
     assert calibration_s(2, 64) == pytest.approx(10.16)
-    assert duration_for(PROFILES["quick"], wrk2, 2, 64) == 10 + 11
-    assert duration_for(PROFILES["quick"], wrk, 2, 64) == 10
+    assert duration_for(PROFILES["quick"], wrk2, 2, 64) == 15 + 11
+    assert duration_for(PROFILES["quick"], warm, 2, 64) == 15
+    assert duration_for(PROFILES["full"], warm, 2, 64) == 60 + 11       # the full profile: a separate warm-up
+    assert duration_for(PROFILES["quick"], wrk, 2, 64) == 15
     assert duration_for(PROFILES["smoke"], wrk2, 1, 8) == PROFILES["smoke"].duration_s
 
 
 def test_open_loop_commands_print_the_uncorrected_latency_too():
     ctx = HostContext(load_generator=BINARY, uncorrected=True, latency_flag=True)
-    assert f"{BINARY} -c1280 -t128 -R500000 -d60 -U --latency " in ctx.load_command()
-    assert " -U" not in HostContext().load_command()              # the original's commands: as published
-    assert " -U" not in HostContext(open_loop=False, uncorrected=True).load_command()
+    assert f"{BINARY} -c1280 -t128 -R500000 -d60 -U --latency " in load_spec(ctx).command()
+    assert " -U" not in load_spec(HostContext()).command()              # the original's commands: as published
+    assert " -U" not in load_spec(HostContext(open_loop=False, uncorrected=True)).command()
+    warm = load_spec(HostContext(load_generator=BINARY, uncorrected=True, latency_flag=True, load_warmup_s=10,
+                                 duration_s=15)).command()
+    assert f"{BINARY} -c1280 -t128 -R500000 -W10 -d15 -U --latency " in warm    # warm-up, then 15 s counted
+    assert "-W" not in load_spec(HostContext(open_loop=False, load_warmup_s=10)).command()   # wrk has no -W
     lg = {b.id: b.text for b in plan("load-generators", ctx)}
     assert f"\n{BINARY} -c1280" in lg["load-wrk2"] and " -U --latency" in lg["load-wrk2"]
     assert "\nwrk -c1280" in lg["load-wrk"]                       # Debian's wrk stays wrk

@@ -34,7 +34,13 @@ from tunepath.analysis.noise import SHAPE_CV_RATIO
 __all__ = ["PROFILES", "SIGMAS", "run", "rule_case", "single_case", "sweep_case", "shape_case", "mode_case",
            "markdown", "targets"]
 
-PROFILES = {"quick": dict(min_repetitions=3, max_repetitions=5), "full": dict(min_repetitions=3, max_repetitions=10)}
+PROFILES = {"quick": dict(min_repetitions=4, max_repetitions=6, fixed=True),
+            "full": dict(min_repetitions=3, max_repetitions=10)}
+BEFORE = dict(min_repetitions=3, max_repetitions=5)     # the quick profile under the rule before issue 17
+
+
+def _rule(profile: str, old: bool = False) -> stats.StoppingRule:
+    return stats.StoppingRule(ci_target_pct=TARGET_PCT, **(BEFORE if old else PROFILES[profile]))
 SIGMAS = (0.01, 0.03, 0.05, 0.10)
 EFFECT = 1.05          # the real difference to detect: 5 %
 TARGET_PCT = 5.0
@@ -78,7 +84,7 @@ def _covered(data: np.ndarray, medians, n: int) -> tuple[int, float, int]:
 
 def rule_case(profile: str, sigma: float, trials: int, seed: int, old: bool = False) -> dict:
     """Two configurations compared (A then B), with and without a real 5 % difference."""
-    rule = stats.StoppingRule(ci_target_pct=TARGET_PCT, **PROFILES[profile])
+    rule = _rule(profile, old)
     names, families = ["a", "b"], [(("a", "b"),)]
     rng = np.random.default_rng(seed)
     out = {"profile": profile, "sigma": sigma, "rule": "before" if old else "now", "trials": trials}
@@ -99,7 +105,7 @@ def rule_case(profile: str, sigma: float, trials: int, seed: int, old: bool = Fa
 
 def single_case(profile: str, sigma: float, trials: int, seed: int, old: bool = False) -> dict:
     """One configuration, no comparison: coverage of its median's interval against its stated level."""
-    rule = stats.StoppingRule(ci_target_pct=TARGET_PCT, **PROFILES[profile])
+    rule = _rule(profile, old)
     rng = np.random.default_rng(seed)
     hits, level, count, rounds = 0, 0.0, 0, []
     for _ in range(trials):

@@ -21,7 +21,7 @@ be larger than the other's: the two distributions differ. It says the *medians* 
 when the two have the same shape (one a shifted or scaled copy of the other); with different
 spreads or two modes, distributions can differ at equal medians.
 
-Missing values (``None``) and NaN (a run that produced no figure) are ignored.
+Missing values (``None``) and NaN are ignored.
 """
 
 from __future__ import annotations
@@ -320,6 +320,7 @@ class StoppingRule:
     ci_target_pct: float = 5.0
     time_budget_s: float | None = None
     level: float = 0.95
+    fixed: bool = False      # the rounds the comparisons need, fixed in advance: the data are never looked at
 
     def __post_init__(self) -> None:
         if not (isinstance(self.min_repetitions, int) and self.min_repetitions >= 1):
@@ -334,8 +335,10 @@ class StoppingRule:
         _check_level(self.level)
 
     def first_stop(self, families: Sequence[Family] = ()) -> int:
-        """The round at which the rule looks at the data (and may stop)."""
-        return max([self.min_repetitions, level_size(1 - (1 - self.level) / 2)] + [
+        """The round at which the rule looks at the data (and may stop); with ``fixed`` rounds, the
+        round at which it stops: the least that lets every comparison reach a verdict."""
+        interval = [] if self.fixed else [level_size(1 - (1 - self.level) / 2)]
+        return max([self.min_repetitions, *interval] + [
             next(k for k in range(MIN_FOR_VERDICT, 64) if testable(k, k, (1 - self.level) / len(f))) for f in families if f])
 
     def widths(self, samples: Mapping[str, Iterable[float | None]]) -> dict[str, float | None]:
@@ -359,12 +362,8 @@ class StoppingRule:
 
     def decide(self, samples: Mapping[str, list[float]], elapsed_s: float, round_s: float,
                families: Sequence[Family] = ()) -> tuple[bool, str]:
-        """(another round needed, the reason in one sentence).
-
-        ``samples`` maps each configuration's name to its values so far (in the order measured),
-        ``elapsed_s`` is the time spent, ``round_s`` what one more round takes, ``families`` the
-        comparisons the step's page makes (each family judged together, :func:`holm`).
-        """
+        """(another round needed, the reason in one sentence): ``samples`` are each configuration's
+        values so far, ``round_s`` what one more round takes, ``families`` the page's comparisons."""
         if not samples:
             raise TunepathError("no configurations to decide on")
         if elapsed_s < 0 or round_s < 0:
@@ -374,9 +373,13 @@ class StoppingRule:
         first, target, lvl = self.first_stop(families), f"{self.ci_target_pct:g}", f"{self.level * 100:g} %"
         if rounds < first and rounds < self.max_repetitions and not self._over(elapsed_s, round_s):
             return True, f"{rounds} of at least {first} repetitions run so far"
-        # the look: the first `first` values of each configuration, whatever came after them
-        at_look = self._wide({name: values[:first] for name, values in samples.items()}) if rounds >= first else []
         untested = self.untested(samples, families)
+        if self.fixed and rounds >= first and not untested:
+            return False, (f"the {rounds} rounds every comparison needs to be tested at {lvl}, fixed in advance "
+                           "(the data were not looked at to stop)")
+        # the look: the first `first` values of each configuration, whatever came after them
+        at_look = (self._wide({name: values[:first] for name, values in samples.items()})
+                   if rounds >= first and not self.fixed else [])
         if rounds >= first and not at_look and not untested:
             tested = " and every comparison can reach a verdict at that level" if families else ""
             return False, (f"every configuration's interval reached {lvl} within ±{target} % of its median after "

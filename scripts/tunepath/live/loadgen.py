@@ -35,15 +35,20 @@ class Profile:
     step_budget_s: float | None = None   # … or when a step's time budget is spent
     warmup_window_s: int = 0      # steady state: warm up in windows this long (warmup_s is then the cap) …
     steady_pct: int = 10          # … until 3 windows in a row serve within ± this % of their median
+    warm_in_load: bool = False    # the measurement's own wrk2 warms up for warmup_s (-W) where it can
+    fixed_rounds: bool = False    # the rounds its comparisons need to be tested, fixed in advance: no look at the data
+    sweep_threads: tuple[int, ...] = ()   # the thread sweep's counts (() the path's: 1, 2, 4 … 200)
 
 
 PROFILES = {
     "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
                      "seconds per variant, for tests: proves the machinery, measures nothing"),
-    "quick": Profile("quick", 45, 10, 2, 64, 20000,
-                     "the default: 10 s runs after a steady-state warm-up (3 s windows, at most 45 s), 3 to 5 "
-                     "interleaved repetitions per configuration",
-                     repetitions=3, max_repetitions=5, ci_target_pct=5.0, step_budget_s=900, warmup_window_s=3),
+    "quick": Profile("quick", 10, 15, 2, 64, 20000,
+                     "the default: each measurement's wrk2 offers the rate for 10 s of warm-up (-W, wrk2's "
+                     "calibration inside it) and counts the next 15 s; the interleaved rounds every comparison "
+                     "needs for a 95 % verdict (4; 5 for the thread sweep's 4 counts, Holm over their 6 pairs)",
+                     repetitions=4, max_repetitions=6, ci_target_pct=5.0, step_budget_s=1500, warm_in_load=True,
+                     fixed_rounds=True, sweep_threads=(2, 8, 32, 200)),
     "full": Profile("full", 90, 60, 128, 1280, 500000,
                     "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs, after a "
                     "steady-state warm-up (5 s windows, at most 90 s); 3 to 10 interleaved repetitions",
@@ -65,8 +70,8 @@ def duration_for(profile: Profile, tool: LoadTool, threads: int, connections: in
     wrk2 records latency only once each thread has calibrated (10 s + 5 ms per connection of the
     thread: :func:`calibration_s`), so its runs last that much longer, and
     the profile's duration is what is measured. The smoke profile proves the machinery only."""
-    if not tool.open_loop or profile.name == "smoke":
-        return profile.duration_s
+    if not tool.open_loop or profile.name == "smoke" or (profile.warm_in_load and tool.warmup):
+        return profile.duration_s          # -W: wrk2 calibrates inside its warm-up; -d is what counts
     return profile.duration_s + math.ceil(calibration_s(threads, connections))
 
 
@@ -85,6 +90,7 @@ class LoadTool:
     client_cpus: int
     closed_loop: str | None = None   # Debian's wrk (no --rate) where the client has it, else None
     why: str = ""                    # why this tool measures (wrk: why not wrk2)
+    warmup: bool = False             # wrk2 takes -W (the project's patch): it warms up before it counts
 
     @property
     def open_loop(self) -> bool:
@@ -94,7 +100,8 @@ class LoadTool:
 # each candidate: `bin=<as written>`, its version line, `rate=yes` when its usage lists --rate
 _PROBE = (f"for b in '{BINARY}' wrk2 wrk; do case $b in '~/'*) p=$HOME/${{b#'~/'}}; "
           "[ -x \"$p\" ] || continue;; *) p=$(command -v $b) || continue;; esac; echo \"bin=$b\"; "
-          "$p -v 2>&1 | head -1; $p 2>&1 | grep -q -- '--rate' && echo rate=yes; done; echo cpus=$(nproc)")
+          "$p -v 2>&1 | head -1; $p 2>&1 | grep -q -- '--rate' && echo rate=yes; "
+          "$p 2>&1 | grep -q -- '--warmup' && echo warmup=yes; done; echo cpus=$(nproc)")
 
 def detect(host: Host) -> LoadTool:
     """wrk2 (the path's ``~/.tunepath/bin/wrk2``, a ``wrk2`` on PATH, or a ``wrk`` whose usage
@@ -106,13 +113,13 @@ def detect(host: Host) -> LoadTool:
     for b in re.split(r"(?m)^bin=", out)[1:]:
         lines = b.splitlines()
         version = next((ln.split(" Copyright")[0].strip() for ln in lines[1:2] if ln.startswith("wrk")), None)
-        found.append((lines[0].strip(), version, "rate=yes" in b))
-    closed = next((p for p, _, rate in found if p == "wrk" and not rate), None)
-    for path, version, rate in found:
+        found.append((lines[0].strip(), version, "rate=yes" in b, "warmup=yes" in b))
+    closed = next((p for p, _, rate, _ in found if p == "wrk" and not rate), None)
+    for path, version, rate, warm in found:
         if rate:
-            return LoadTool("wrk2", path, version, cpus, closed)
+            return LoadTool("wrk2", path, version, cpus, closed, warmup=warm)
     if closed:
-        version = next(v for p, v, _ in found if p == closed)
+        version = next(v for p, v, _, _ in found if p == closed)
         return LoadTool("wrk", closed, version, cpus, closed,
                         why="wrk2 is absent on the client (--wrk2-source or --build-wrk2 builds it)")
     raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed: build wrk2 (--wrk2-source FILE|URL, "

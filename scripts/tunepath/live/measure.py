@@ -133,46 +133,97 @@ def last_report(session: Session, step, variant: str, repetition: int = 1):
     return parse_report((rec.dir / entry["stdout"]).read_text(encoding="utf-8"), entry["tool"])
 
 
+@dataclass
+class Phases:
+    """Where one measurement's wall time went (seconds): what the run records as ``phases``, with
+    the counted load as the entry's ``counted_s``. ``warmup_s`` is a separate warm-up run, or the
+    measurement's own wrk2 warming up (-W); ``calibration_s`` wrk2's calibration outside any
+    warm-up (stock wrk2 without -W: never counted); orchestration is the rest."""
+
+    t0: float
+    restart_s: float = 0.0
+    warmup_s: float = 0.0
+    probe_s: float = 0.0
+    calibration_s: float = 0.0
+    counted_s: float = 0.0
+
+    def to_dict(self, now: float) -> dict:
+        wall = now - self.t0
+        spent = self.restart_s + self.warmup_s + self.probe_s + self.calibration_s + self.counted_s
+        return {"wall_s": round(wall, 3), "restart_s": round(self.restart_s, 3), "warmup_s": round(self.warmup_s, 3),
+                "probe_s": round(self.probe_s, 3), "calibration_s": round(self.calibration_s, 3),
+                "orchestration_s": round(max(0.0, wall - spent), 3)}
+
+
+_WARM = re.compile(r"\s-W\s*(\d+)\b")
+
+
+def counted_window(ctx, text: str, tool: str, smoke: bool) -> tuple[float, float, float]:
+    """(warm-up inside the command, uncounted calibration, counted seconds) of one load command:
+    wrk2 with -W warms up for that long and counts -d; stock wrk2 counts -d less its calibration
+    (:func:`~tunepath.live.loadgen.calibration_s`); any other tool counts what it was asked for."""
+    from tunepath.analysis.noise import requested_duration
+    from tunepath.live.loadgen import calibration_s
+
+    asked = requested_duration(text, tool) or 0.0
+    warm = _WARM.search(text) if tool == "wrk2" else None
+    if warm:
+        return float(warm.group(1)), 0.0, asked
+    calibration = calibration_s(ctx.threads, ctx.connections)
+    if tool == "wrk2" and not smoke and asked > calibration:     # a shorter run never calibrates: all counts
+        return 0.0, calibration, asked - calibration
+    return 0.0, 0.0, asked
+
+
 def measure(session: Session, step, variant: str, smoke: bool = False, repetition: int = 1,
             restart: bool = True, keep_running: bool = False) -> tuple[bool, float | None]:
     """Configure, restart, warm up and measure one variant once; returns (recorded, requests/s):
     not recorded when the tool measured nothing (JMeter without a summary), requests/s None
     when the recorded report gives none.
 
-    ``restart=False`` measures the Tomcat already running (the rate sweep's later rates);
-    ``keep_running`` leaves it running afterwards."""
+    ``restart=False`` measures the Tomcat already running (a shared round, the rate sweep's later
+    rates); ``keep_running`` leaves it running afterwards."""
+    clock = Phases(time.monotonic())
     config = step.tomcat_config(variant, session.ctx)
     if session.options.http_port != 8080:
         config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
     blocks = {b.id: b for b in step.plan(session.ctx)}
     tag = f"{step.name}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
     started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()
+    clock.restart_s = time.monotonic() - clock.t0
     clients = load_clients(session, step, variant)
     nofile = _open_files(session)
     undo = step.before_load(session, variant, blocks, repetition)
+    t = time.monotonic()
     if "warm-up" in blocks and not smoke and restart:
         started = replace(started, warmup=warm_up(session, step, blocks["warm-up"], tag, repetition))
-    if restart and not smoke and choose_rate(session, step, variant, clients, drive):   # probes a warm JVM
+    clock.warmup_s, t = time.monotonic() - t, time.monotonic()
+    cold = restart and "warm-up" not in blocks        # the load's own wrk2 warms up: the probe warms first
+    if restart and not smoke and choose_rate(session, step, variant, clients, drive, warm_first=cold):
         blocks = {b.id: b for b in step.plan(session.ctx)}      # the commands offer the chosen rate now
+    clock.probe_s = time.monotonic() - t
     load = blocks["smoke-test"] if smoke else blocks.get(f"load-{variant}") or blocks["load"]
     tool = step.load_tool(session, variant)
+    in_load, clock.calibration_s, clock.counted_s = counted_window(session.ctx, load.text, tool, smoke)
+    clock.warmup_s += in_load
     duration = session.ctx.smoke_duration_s if smoke else session.ctx.duration_s
-    progress(f"{tag}: measuring for {duration} s with {tool}"
+    progress(f"{tag}: measuring for {clock.counted_s:.0f} s with {tool}"
+             + (f" after {in_load:.0f} s of warm-up in the same run" if in_load else "")
              + (f" on {len(clients)} clients at once" if len(clients) > 1 else ""))
-    window = _load(session, load, duration, clients, undo)
+    window = _load(session, load, duration + int(in_load), clients, undo)
     session.recorder.block(step.name, load.id, "client", load.text, "ran", exit_status=window.results[0].exited,
                            duration_s=round(window.results[0].duration_s, 3),
                            **({"repetition": repetition} if repetition > 1 else {}))
     if tool == "jmeter" and "summary =" not in window.results[0].stdout:
         _no_summary(session, step, variant, load, window.results[0], tag)
         return False, None
+    if not keep_running:
+        session.tomcat.stop()          # before recording: the stop is part of this measurement's time
     _record(session, step, variant, load, tool, config, window, started, nofile, repetition, clients,
-            blocks.get("restart-tomcat"))
+            blocks.get("restart-tomcat"), clock)
     failed = [r for r in window.results if not r.ok]
     if failed:
         raise CommandFailed(failed[0], "the load generator failed; its output is recorded in the run")
-    if not keep_running:
-        session.tomcat.stop()
     return True, _rate(session, step, variant, window.results, tool, repetition, calibrated=not smoke)
 
 
@@ -196,10 +247,10 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
     before = [cpu_sample(h) for h in hosts]
     pid = session.tomcat.pid()
     jvm0 = read_counters(session.server, pid) if pid else None
-    cpu0, ctl0 = session.tomcat.cpu_seconds(), _own_cpu()
+    cpu0, ctl0 = session.tomcat.cpu_seconds(pid), _own_cpu()
     t0 = time.monotonic()
     results = drive(session, load.text, duration, clients)
-    cpu1, ctl1 = session.tomcat.cpu_seconds(), _own_cpu()
+    cpu1, ctl1 = session.tomcat.cpu_seconds(pid), _own_cpu()
     jvm1 = read_counters(session.server, pid) if pid else None
     after = [cpu_sample(h) for h in hosts]
     window = time.monotonic() - t0
@@ -251,7 +302,8 @@ def jvm_facts(before, after) -> dict:
 
 
 def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
-            nofile: int | None, repetition: int, clients: list[Host], restart_block=None) -> None:
+            nofile: int | None, repetition: int, clients: list[Host], restart_block=None,
+            clock: Phases | None = None) -> None:
     results = window.results
     parts = None
     if len(clients) > 1:
@@ -267,7 +319,9 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
         nofile=nofile, ready_after_s=round(started.waited_s, 2), jvm_warnings=list(started.jvm_warnings),
         client_cpu_s=client_cpu, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         placement=placement(session.ctx, restart_block), jvm=window.jvm,
-        **({"controller_cpu_s": window.controller_cpu_s} if window.controller_cpu_s is not None else {}), **({"warmup": started.warmup.to_dict()} if started.warmup else {}))
+        **({"controller_cpu_s": window.controller_cpu_s} if window.controller_cpu_s is not None else {}),
+        **({"warmup": started.warmup.to_dict()} if started.warmup else {}),
+        **({"counted_s": round(clock.counted_s, 3), "phases": clock.to_dict(time.monotonic())} if clock else {}))
 
 
 def placement(ctx, restart_block=None) -> dict:

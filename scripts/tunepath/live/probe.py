@@ -25,6 +25,7 @@ from dataclasses import replace
 from tunepath.analysis.climb import nice_rate
 from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
+from tunepath.model.load import load_spec
 from tunepath.model.plan import Block
 from tunepath.model.shell import number, quote
 from tunepath.parse.reports import parse_report
@@ -42,27 +43,34 @@ def probe_seconds(ctx: HostContext) -> int:
 
 
 def probe_block(ctx: HostContext) -> Block:
-    t, c, d = (number(v, k) for k, v in (("threads", ctx.threads), ("connections", ctx.connections),
-                                           ("duration", probe_seconds(ctx))))
-    url = quote(ctx.url, "URL")
+    """The probe, from the path's load (:func:`~tunepath.model.load.load_spec`): its connections and
+    threads, closed loop (or wrk2 at an unreachable rate), for :func:`probe_seconds`."""
+    spec = load_spec(ctx, duration_s=probe_seconds(ctx), warmup_s=0)
+    t, c, d = (number(v, k) for k, v in (("threads", spec.threads), ("connections", spec.connections),
+                                           ("duration", spec.duration_s)))
+    url = quote(spec.url, "URL")
     if ctx.probe_with:
         return Block("capacity-probe", "client",
                      f"Capacity probe: {d} s closed loop (each connection sends when its answer arrived); the "
                      f"offered rate is {FRACTION * 100:.0f} % of what the server served",
-                     f"{ctx.raise_nofile}\n{ctx.pinned('client')}{quote(ctx.probe_with, 'probe tool')} -t{t} -c{c} -d{d} {url}")
+                     f"{spec.nofile}\n{spec.pin}{quote(ctx.probe_with, 'probe tool')} -t{t} -c{c} -d{d} {url}")
     return Block("capacity-probe", "client",
                  f"Capacity probe: offer far more than the server can serve for {d} s; the offered rate is "
                  f"{FRACTION * 100:.0f} % of what it achieved",
-                 f"{ctx.raise_nofile}\n{ctx.pinned('client')}{quote(ctx.wrk2, 'wrk2')} -t{t} -c{c} -d{d} -R{PROBE_RATE} {url}")
+                 f"{spec.nofile}\n{spec.pin}{quote(ctx.wrk2, 'wrk2')} -t{t} -c{c} -d{d} -R{PROBE_RATE} {url}")
 
 
-def probe_capacity(session, step, variant: str, clients: list, drive) -> float:
+def probe_capacity(session, step, variant: str, clients: list, drive, warm_first: bool = False) -> float:
     """Run the probe from ``clients`` against the running Tomcat and record its report; returns the
-    requests per second all clients achieved together."""
+    requests per second all clients achieved together. ``warm_first``: Tomcat has just started and
+    no warm-up ran (the measurement's own wrk2 warms up), so the probe runs once uncounted first."""
     from tunepath.live.session import progress
 
     ctx = session.ctx
     block, seconds = probe_block(ctx), probe_seconds(ctx)
+    if warm_first:
+        progress(f"{step.name}/{variant}: warming the JVM up with the probe's load for {seconds} s (not counted)")
+        drive(session, block.text, seconds, clients)
     progress(f"{step.name}/{variant}: capacity probe, {seconds} s "
              + (f"closed loop ({ctx.probe_with})" if ctx.probe_with else f"at an offered {PROBE_RATE:,} req/s per client"))
     results = drive(session, block.text, seconds, clients)
@@ -101,10 +109,10 @@ def set_rate(session, step, variant: str, achieved: float, clients: int) -> None
     progress(f"offering {rate:,} req/s{per} from now on")
 
 
-def choose_rate(session, step, variant: str, clients: list, drive) -> bool:
+def choose_rate(session, step, variant: str, clients: list, drive, warm_first: bool = False) -> bool:
     """Probe once per run (the first measurement with wrk2) and set the offered rate; True when it
     probed. ``drive(session, text, seconds, clients)`` runs the load (:func:`tunepath.live.measure.drive`)."""
     if session.ctx.rate_probed or not session.tool.open_loop:
         return False
-    set_rate(session, step, variant, probe_capacity(session, step, variant, clients, drive), len(clients))
+    set_rate(session, step, variant, probe_capacity(session, step, variant, clients, drive, warm_first), len(clients))
     return True

@@ -52,7 +52,7 @@ def sweep(session: Session, step, first_variant: str, slo_ms: float = 10.0, perc
     restart_for(session, step, first_variant)
     if warmup is not None:              # the probe then measures a warm JVM, not the JIT's warm-up
         warm_up(session, step, warmup, step.name, 1)
-    capacity = probe_capacity(session, step, "stock", [session.client], drive)
+    capacity = probe_capacity(session, step, "stock", [session.client], drive, warm_first=warmup is None)
     if not session.ctx.rate_probed:
         set_rate(session, step, "stock", capacity, 1)
     climb = Climb(capacity, slo_ms=slo_ms, percentile=percentile,

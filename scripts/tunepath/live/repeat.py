@@ -30,7 +30,7 @@ from tunepath.live.measure import measure
 from tunepath.live.session import Session, progress
 from tunepath.parse.reports import parse_report_file
 
-__all__ = ["repeat", "stopping_rule", "families", "RETRIES"]
+__all__ = ["repeat", "stopping_rule", "families", "shares_jvm", "RETRIES"]
 
 RETRIES = 2      # a disturbed repetition is measured again at most this many times in one round
 
@@ -46,7 +46,8 @@ def stopping_rule(session: Session) -> StoppingRule:
     return StoppingRule(min_repetitions=minimum,
                         max_repetitions=max(given(opts.max_repetitions, profile.max_repetitions), minimum),
                         ci_target_pct=given(opts.ci_target_pct, profile.ci_target_pct),
-                        time_budget_s=given(opts.step_budget_s, profile.step_budget_s))
+                        time_budget_s=given(opts.step_budget_s, profile.step_budget_s),
+                        fixed=profile.fixed_rounds and opts.ci_target_pct is None)
 
 
 def families(step, variants: list[str], against_best: bool = False) -> list[tuple[tuple[str, str], ...]]:
@@ -103,16 +104,18 @@ def _disturbed(session: Session, step, variant: str) -> list:
 
 
 def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: StoppingRule,
-                     started: float) -> None:
-    """Measure ``variant`` once, again (at most RETRIES times) while a repetition was disturbed."""
+                     started: float, restart: bool = True, keep_running: bool = False) -> bool:
+    """Measure ``variant`` once, again (at most RETRIES times) while a repetition was disturbed;
+    True when Tomcat is left running (``keep_running``, and nothing stopped it)."""
     retries = 0 if session.options.profile == "smoke" else RETRIES     # a smoke test measures nothing
     for attempt in range(retries + 1):
         repetition = tally.next[variant]
         tally.next[variant] += 1
-        recorded, rps = measure(session, step, variant, repetition=repetition)
+        recorded, rps = measure(session, step, variant, repetition=repetition,
+                                restart=restart or (attempt > 0 and not keep_running), keep_running=keep_running)
         if not recorded:
             tally.samples.pop(variant, None)      # e.g. JMeter measured nothing: skipped, not repeated
-            return
+            return False                          # … and Tomcat was stopped
         entry = session.recorder.record["measurements"][-1]
         flags = _disturbed(session, step, variant)
         if not flags:
@@ -123,14 +126,40 @@ def _measure_counted(session: Session, step, variant: str, tally: _Tally, rule: 
                 tally.samples[variant].append(value)
             if (entry.get("warmup") or {}).get("steady_after_s") is not None:
                 tally.steady[variant].append(entry["warmup"]["steady_after_s"])
-            return
+            return keep_running
         why = "; ".join(f.text for f in flags)
         tally.dropped[variant].append(f"repetition {repetition}: {why}")
         over = rule.time_budget_s is not None and time.monotonic() - started > rule.time_budget_s
         progress(f"{step.name}/{variant} #{repetition}: left out ({why})"
                  + ("" if attempt == retries or over else "; measuring it again"))
         if over:
-            return
+            return keep_running
+    return keep_running
+
+
+def shares_jvm(session: Session, step, variants: list[str]) -> bool:
+    """The variants differ only on the client side or in front of Tomcat (one Tomcat configuration
+    for all): each round then starts one JVM, warms it up once and measures every variant on it.
+    Each round still starts a fresh JVM, so rounds stay independent (as JMH's forks are)."""
+    if len(variants) < 2:
+        return False
+    first = step.tomcat_config(variants[0], session.ctx).to_dict()
+    return all(step.tomcat_config(v, session.ctx).to_dict() == first for v in variants[1:])
+
+
+def _round(session: Session, step, variants: list[str], tally: _Tally, rule: StoppingRule, started: float,
+           rounds: int, shared: bool) -> None:
+    """One round: every variant once. On a shared JVM the order turns by one each round, so that no
+    variant is always the first measured after the warm-up."""
+    order = variants[(rounds - 1) % len(variants):] + variants[:(rounds - 1) % len(variants)] if shared else variants
+    running = False
+    for i, variant in enumerate(order):
+        if session.repeating:
+            progress(f"{step.name}: round {rounds} of at most {rule.max_repetitions}, variant {i + 1}/"
+                     f"{len(order)} ({variant}); {time.monotonic() - started:.0f} s spent"
+                     + (f" of a {rule.time_budget_s:.0f} s budget" if rule.time_budget_s else ""))
+        running = _measure_counted(session, step, variant, tally, rule, started, restart=not running,
+                                   keep_running=shared and i < len(order) - 1)
 
 
 def repeat(session: Session, step, variants: list[str], against_best: bool = False) -> None:
@@ -141,15 +170,13 @@ def repeat(session: Session, step, variants: list[str], against_best: bool = Fal
     tally = _Tally(variants, "server_cpu_us_per_req" if session.tool.open_loop else "requests_per_sec")
     started, rounds, reason = time.monotonic(), 0, ""
     order = list(variants)
+    shared = shares_jvm(session, step, variants)
+    if shared:
+        progress(f"{step.name}: one Tomcat configuration for every variant: one JVM and one warm-up per round")
     while True:
         rounds += 1
         t0 = time.monotonic()
-        for i, variant in enumerate(variants):
-            if session.repeating:
-                progress(f"{step.name}: round {rounds} of at most {rule.max_repetitions}, variant {i + 1}/"
-                         f"{len(variants)} ({variant}); {time.monotonic() - started:.0f} s spent"
-                         + (f" of a {rule.time_budget_s:.0f} s budget" if rule.time_budget_s else ""))
-            _measure_counted(session, step, variant, tally, rule, started)
+        _round(session, step, variants, tally, rule, started, rounds, shared)
         variants = [v for v in variants if v in tally.samples]
         if not variants:
             break

@@ -254,9 +254,9 @@ class Tomcat:
         if self.pid():
             raise TunepathError(f"on {self.host.name}: Tomcat would not stop (pid file {self.pidfile})")
 
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the running JVM, from /proc."""
-        pid = self.pid()
+    def cpu_seconds(self, pid: int | None = None) -> float | None:
+        """User + system CPU time of the running JVM (``pid``, if known), from /proc."""
+        pid = pid or self.pid()
         if not pid:
             return None
         r = self.host.run(f"cat /proc/{pid}/stat; getconf CLK_TCK", check=False, timeout=15)

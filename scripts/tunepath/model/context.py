@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
 from tunepath.errors import TunepathError
-from tunepath.model.shell import number, port, quote
+from tunepath.model.shell import number, port
 from tunepath.versions import WRK2_REPO
 
 __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs",
@@ -96,6 +96,8 @@ class HostContext:
     server_pin_cpus: tuple[int, ...] = ()   # Tomcat's CPUs (taskset) where server and client share a kernel
     client_pin_cpus: tuple[int, ...] = ()   # … and the load generator's; () runs unpinned
     fixed_cpus: tuple[int, ...] = ()   # CPUs that cannot go offline (no sysfs ``online`` file: CPU 0 on x86)
+    load_warmup_s: int = 0        # wrk2 -W: seconds the measurement's own wrk2 offers the rate before its
+                                  # counted -d window (0: none; a separate warm-up run, if any)
     warmup_window_s: int = 0      # steady-state warm-up: windows this long (0: one warm-up run of warmup_s)
     steady_windows: int = 3       # … until this many windows in a row agree
     steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
@@ -162,18 +164,11 @@ class HostContext:
         """Warm up in short windows until the throughput is steady (else one fixed warm-up run)."""
         return bool(self.warmup_window_s and self.warmup_s)
 
-    def warmup_command(self) -> str:
-        """One warm-up window: the closed-loop tool (Debian's wrk, as fast as Tomcat answers) where
-        the client has it, else the load generator at its rate."""
-        if not self.steady_state:
-            return self.load_command(duration_s=self.warmup_s)
-        c, t, d = (number(v, f"host context {k}") for k, v in
-                   (("connections", self.connections), ("threads", self.threads), ("window", self.warmup_window_s)))
-        if not self.probe_with:
-            return self.load_command(duration_s=self.warmup_window_s)
-        tool = quote(self.probe_with, "host context probe_with")
-        return (f"{self.raise_nofile}\n{self.pinned('client')}{tool} -c{c} -t{t} -d{d} "
-                f"{quote(self.url, 'host context URL')}")
+    @property
+    def warm_in_load(self) -> bool:
+        """The measurement's own wrk2 warms Tomcat up (``-W``) before its counted window, at the
+        offered rate: no separate warm-up run, and wrk2's calibration falls inside the warm-up."""
+        return bool(self.load_warmup_s) and self.open_loop
 
     @property
     def rates(self) -> tuple[int, ...]:
@@ -186,15 +181,6 @@ class HostContext:
     @property
     def warmup_rate(self) -> int:
         return self.sweep_warmup_rate or max(1, round(self.rate / 10))
-
-    def sweep_command(self, rate: int, duration_s: int | None = None, latency: bool = True) -> str:
-        """wrk2 at one offered rate, printing corrected and uncorrected (-U) percentiles."""
-        d = self.duration_s if duration_s is None else duration_s
-        extra = " -U --latency" if latency else ""   # the sweep always prints both spectra
-        t, c, d, r = (number(v, f"host context {k}") for k, v in
-                      (("threads", self.threads), ("connections", self.connections), ("duration", d), ("rate", rate)))
-        tool = quote(self.load_generator, "host context load_generator")
-        return f"{self.pinned('client')}{tool} -t{t} -c{c} -d{d} -R{r}{extra} {quote(self.url, 'host context URL')}"
 
     @property
     def wrk2(self) -> str:
@@ -210,20 +196,6 @@ class HostContext:
     def raise_nofile(self) -> str:
         """Raise the open-file limit as far as the hard limit allows (never start nothing)."""
         return f'ulimit -n {number(self.nofile, "host context nofile")} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
-
-    def load_command(self, smoke: bool = False, duration_s: int | None = None) -> str:
-        if smoke:
-            c, t, r, d = self.smoke_connections, self.smoke_threads, self.smoke_rate, self.smoke_duration_s
-        else:
-            c, t, r, d = self.connections, self.threads, self.rate, self.duration_s
-        d = d if duration_s is None else duration_s
-        c, t, r, d = (number(v, f"host context {k}") for k, v in
-                      (("connections", c), ("threads", t), ("rate", r), ("duration", d)))
-        rate = f" -R{r}" if self.open_loop else ""
-        latency = (" -U" if self.open_loop and self.uncorrected else "") + (" --latency" if self.latency_flag else "")
-        tool = quote(self.load_generator, "host context load_generator")
-        return (f"{self.raise_nofile}\n{self.pinned('client')}{tool} -c{c} -t{t}{rate} -d{d}{latency} "
-                f"{quote(self.url, 'host context URL')}")
 
 
 def is_loopback(address: str | None) -> bool:

@@ -154,6 +154,8 @@ class LiveFigures:
     placement: dict | None = None     # shared_kernel, server_cpus, client_cpus (taskset; "" unpinned)
     jvm: dict | None = None           # GC/JIT counters: "start" and "during" (parse.hsperf), or "missing"
     controller_cpu_s: float | None = None   # the controller's CPU time, where it shares the server's kernel
+    counted_s: float | None = None    # the seconds of load whose requests make the figures
+    phases: dict | None = None        # where its wall time went (tunepath.live.measure.Phases.to_dict)
 
     @classmethod
     def from_data(cls, data: dict) -> "LiveFigures":
@@ -162,7 +164,7 @@ class LiveFigures:
         return cls(dict(data.get("cpu_utilisation") or {}), data.get("window_s"), data.get("tomcat_cpu_s"),
                    data.get("client_cpu_s"), tuple(data.get("jvm_warnings") or ()), data.get("nofile"),
                    data.get("ready_after_s"), parts, data.get("warmup"), data.get("placement"), data.get("jvm"),
-                   data.get("controller_cpu_s"))
+                   data.get("controller_cpu_s"), data.get("counted_s"), data.get("phases"))
 
     def to_data(self) -> dict:
         return asdict(self)

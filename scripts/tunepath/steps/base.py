@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Callable
 from tunepath.errors import TunepathError
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
+from tunepath.model.load import LoadSpec, load_spec
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.commands import verify_command
 
@@ -134,6 +135,12 @@ class Step:
     def plan(self, ctx: HostContext) -> list[Block]:
         """The command blocks of the step for the hosts of ``ctx``, in order."""
         return []
+
+    def load(self, ctx: HostContext) -> LoadSpec:
+        """The load the step's measurements drive (tool, URL, headers, rate, connections, threads,
+        duration, warm-up): the path's by default. The warm-up and the measurement render their
+        commands from it; a step that changes the load (TLS, compression, HTTP/2) overrides this."""
+        return load_spec(ctx)
 
     def verify_commands(self, ctx: HostContext) -> dict[str, str]:
         return {name: verify_command(name, ctx) for name in self.verifications}

@@ -61,7 +61,7 @@ class Baseline(Step):
                  "iommu.strict=1 iommu.passthrough=0"),
             *offline,
             restart(ctx),
-            *load_blocks(ctx),
+            *load_blocks(ctx, self.load(ctx)),
             Block("disable-access-log", "server", f"Remove this Valve from {home}/conf/server.xml",
                   access_log_valve_xml(), lang="xml"),
             Block("thread-config", "server", f"The HTTP Connector in {home}/conf/server.xml after the change",

@@ -16,11 +16,12 @@ from tunepath.errors import TunepathError
 from tunepath.live.hoststate import GRUB_DROP_IN
 from tunepath.live.tomcat import java_binary
 from tunepath.model.context import HostContext, brace_ranges, cpu_ranges
+from tunepath.model.load import LoadSpec, load_spec, warmup_spec
 from tunepath.model.plan import Block
 from tunepath.model.shell import number, path, quote
 
 __all__ = ["ACCESS_LOG_VALVE", "STOCK_CONNECTOR", "thread_connector", "sweep_connector", "element",
-           "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "grub",
+           "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "warm_up", "SETTLE_S", "grub",
            "set_cpus", "offline_all_but", "move_cpus", "set_queues", "VERIFY_COMMANDS", "verify_command",
            "tomcat_path", "java", "nic", "nic_numa_node"]
 
@@ -86,23 +87,38 @@ def restart(ctx: HostContext) -> Block:
                  f"{ctx.pinned('server')}{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
-def warm_up(ctx: HostContext) -> list[Block]:
-    """The JIT warm-up before each measurement (none when the context has no warm-up)."""
+SETTLE_S = 3      # wrk2 -W on a JVM already warm (a shared round, the rate sweep): calibrates at the new rate
+
+
+def warm_up(ctx: HostContext, shared: bool = False) -> list[Block]:
+    """The JIT warm-up before each measurement: none when the context has no warm-up or the
+    measurement's wrk2 warms up itself (``-W``); ``shared``: once per round, before several
+    variants measure one JVM (the load generators, the proxy)."""
+    if ctx.warm_in_load:
+        if not shared:
+            return []
+        return [Block("warm-up", "client", f"Warm up the JVM once for all the variants: {ctx.load_warmup_s} s at "
+                      "the offered rate (not measured)", warmup_spec(ctx).command())]
     if not ctx.warmup_s:
         return []
     if ctx.steady_state:
         title = (f"Warm up in {ctx.warmup_window_s} s windows until {ctx.steady_windows} in a row serve within "
                  f"±{ctx.steady_pct} % of their median, for at most {ctx.warmup_s} s (not measured)")
-        return [Block("warm-up", "client", title, ctx.warmup_command())]
+        return [Block("warm-up", "client", title, warmup_spec(ctx).command())]
     return [Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
-                  ctx.load_command(duration_s=ctx.warmup_s))]
+                  warmup_spec(ctx).command())]
 
 
-def load_blocks(ctx: HostContext) -> list[Block]:
-    """The warm-up (if any) and the measured load."""
-    title = ("Drive the servlet at a constant offered rate" if ctx.open_loop else
-             "Drive the servlet as fast as it answers (closed loop: Debian's wrk has no -R)")
-    return warm_up(ctx) + [Block("load", "client", title, ctx.load_command())]
+def load_blocks(ctx: HostContext, spec: LoadSpec | None = None) -> list[Block]:
+    """The warm-up (if any) and the measured load (``spec``: the step's, :meth:`Step.load`)."""
+    if not ctx.open_loop:
+        title = "Drive the servlet as fast as it answers (closed loop: Debian's wrk has no -R)"
+    elif ctx.warm_in_load:
+        title = (f"Drive the servlet at a constant offered rate: {ctx.load_warmup_s} s of warm-up (-W, not counted), "
+                 f"then the {ctx.duration_s} s that are counted")
+    else:
+        title = "Drive the servlet at a constant offered rate"
+    return warm_up(ctx) + [Block("load", "client", title, (spec or load_spec(ctx)).command())]
 
 
 # --- host changes ---------------------------------------------------------------------

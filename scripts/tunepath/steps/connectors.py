@@ -41,7 +41,7 @@ class Connectors(Step):
                         f"{ctx.tomcat_home}/conf/server.xml", connector_xml(self.tomcat_config(v.name, ctx).connector),
                         lang="xml", variant=v.name)
                   for v in self.variants]
-        return blocks + [restart(ctx), *load_blocks(ctx)]
+        return blocks + [restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
 
 STEP = Connectors()

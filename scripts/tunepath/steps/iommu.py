@@ -31,7 +31,7 @@ class Iommu(Step):
             move_cpus(ctx),
             set_queues(ctx),
             restart(ctx.on_numa_node()),
-            *load_blocks(ctx),
+            *load_blocks(ctx, self.load(ctx)),
         ]
 
 

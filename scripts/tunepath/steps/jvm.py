@@ -87,7 +87,7 @@ class Jvm(Step):
                             "After the step: release the huge pages (back to the count the host had before, "
                             "0 unless it reserved some itself)",
                             "sudo sysctl -w vm.nr_hugepages=0", variant="large-pages"))
-        return blocks + [restart(ctx), *load_blocks(ctx)]
+        return blocks + [restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
     def large_page_blocks(self, ctx: HostContext) -> list[Block]:
         """Reserve the huge pages the large-pages variant needs, then show what the kernel reserved."""

@@ -36,7 +36,8 @@ from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.model.shell import number, port, quote
 from tunepath.steps.base import Step
-from tunepath.steps.commands import restart, warm_up
+from tunepath.model.load import load_spec
+from tunepath.steps.commands import SETTLE_S, restart, warm_up
 
 __all__ = ["STEP", "JMETER_PLAN", "JMETER_PLAN_XML", "SIEGE_RC", "siege_rc", "versions"]
 
@@ -108,12 +109,13 @@ class LoadGenerators(Step):
     def plan(self, ctx: HostContext) -> list[Block]:
         d, c, t = (number(ctx.duration_s, "duration"), number(ctx.connections, "connections"),
                    number(ctx.threads, "threads"))
-        url, rate = quote(ctx.url, "URL"), number(ctx.rate, "rate")
+        url = quote(ctx.url, "URL")
         pin = ctx.pinned("client")
         return [
             Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
-                  f"{ctx.raise_nofile}\n{pin}{quote(ctx.wrk2, 'wrk2')} -c{c} -t{t} -R{rate} -d{d}"
-                  + (" -U" if ctx.uncorrected else "") + f" --latency {url}", variant="wrk2"),
+                  load_spec(ctx, warmup_s=SETTLE_S if ctx.warm_in_load else 0).with_(
+                      tool=ctx.wrk2, rate=ctx.rate, latency=True, uncorrected=ctx.uncorrected).command(),
+                  variant="wrk2"),
             Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
                   f"{ctx.raise_nofile}\n{pin}wrk -c{c} -t{t} -d{d} --latency {url}", variant="wrk"),
             Block("load-ab", "client", "ab: one thread, keep-alive, for the same time",
@@ -134,7 +136,7 @@ class LoadGenerators(Step):
                   f"cat {quote(JMETER_REPORT)}/statistics.json",
                   variant="jmeter"),
             restart(ctx),
-            *warm_up(ctx),          # the warm-up (by wrk); each variant then runs its own tool
+            *warm_up(ctx, shared=True),    # one JVM, warmed once per round; each variant then runs its own tool
         ]
 
     # --- live ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ class NicQueues(Step):
             Block("show-queues-after", "server", f"Show the queue counts of {ctx.nic} after the change",
                   f"ethtool -l {nic(ctx)}"),
             restart(ctx),
-            *load_blocks(ctx),
+            *load_blocks(ctx, self.load(ctx)),
         ]
 
 

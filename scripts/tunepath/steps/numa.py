@@ -32,7 +32,7 @@ class Numa(Step):
                   nic_numa_node(ctx)),
             move_cpus(ctx),
             restart(ctx.on_numa_node()),
-            *load_blocks(ctx),
+            *load_blocks(ctx, self.load(ctx)),
         ]
 
 

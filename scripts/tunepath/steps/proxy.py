@@ -19,7 +19,8 @@ from tunepath.live.tomcatconf import TomcatConfig, ajp_attributes
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import Step
-from tunepath.steps.commands import element, restart, warm_up
+from tunepath.model.load import load_spec
+from tunepath.steps.commands import SETTLE_S, element, restart, warm_up
 
 __all__ = ["STEP", "proxy_files"]
 
@@ -51,9 +52,9 @@ class Proxy(Step):
     )
 
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
-        if variant in ("direct", "http"):
-            return TomcatConfig(access_log=False)
-        if variant in ("ajp", "jk"):
+        if variant in ("direct", "http", "ajp", "jk"):
+            # one configuration for all four (the AJP connector listens throughout, used by ajp and jk
+            # only), so that one JVM serves a whole round: what differs is in front of Tomcat
             return TomcatConfig(access_log=False, ajp_secret=ctx.ajp_secret)
         return super().config(variant, ctx)
 
@@ -68,12 +69,13 @@ class Proxy(Step):
             conf, workers = proxy_files(mode, ctx)
             blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {PROXY_PORT} "
                                 f"with {MODULE[mode]}", start_command(ctx.httpd_dir, conf, workers), variant=mode))
-        blocks += [restart(ctx), *warm_up(ctx)]
+        blocks += [restart(ctx), *warm_up(ctx, shared=True)]
         proxied = replace(ctx, port=PROXY_PORT)          # the same load, sent to httpd
+        settle = SETTLE_S if ctx.warm_in_load else None  # one JVM for all four: warmed once per round
         for v in ("direct", *PROXIES):
             target = ctx if v == "direct" else proxied
             blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
-                                target.load_command(), variant=v))
+                                load_spec(target, warmup_s=settle).command(), variant=v))
         return blocks
 
     # --- live ---------------------------------------------------------------------------

@@ -7,11 +7,24 @@ from tunepath.live.probe import probe_block
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
+from tunepath.model.shell import number, quote
 from tunepath.publish import formatting as fmt
 from tunepath.steps.base import SweepStep
-from tunepath.steps.commands import restart, warm_up
+from tunepath.model.load import load_spec
+from tunepath.steps.commands import SETTLE_S, restart, warm_up
 
-__all__ = ["STEP"]
+__all__ = ["STEP", "sweep_command"]
+
+
+def sweep_command(spec) -> str:
+    """The sweep's wrk2 line (its own order of options, as the recorded sweeps ran it): no
+    open-file line, the rate after the duration, ``-W`` after the rate."""
+    t, c, d = (number(v, k) for k, v in (("threads", spec.threads), ("connections", spec.connections),
+                                           ("duration", spec.duration_s)))
+    warm = f" -W{number(spec.warmup_s, 'warm-up')}" if spec.warmup_s else ""
+    extra = " -U --latency" if spec.latency else ""
+    return (f"{spec.pin}{quote(spec.tool, 'load generator')} -t{t} -c{c} -d{d} -R{number(spec.rate, 'rate')}{warm}"
+            f"{extra} {quote(spec.url, 'URL')}")
 
 
 class RateSweep(SweepStep):
@@ -54,12 +67,20 @@ class RateSweep(SweepStep):
         elif ctx.warmup_s:
             blocks.append(Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s at "
                                 f"{ctx.warmup_rate:,} req/s (not measured)",
-                                ctx.sweep_command(ctx.warmup_rate, ctx.warmup_s, latency=False)))
+                                sweep_command(load_spec(ctx, duration_s=ctx.warmup_s, warmup_s=0)
+                                              .with_(rate=ctx.warmup_rate, latency=False, uncorrected=False))))
+        settle = f", after {SETTLE_S} s at that rate (-W, not counted)" if ctx.warm_in_load else ""
         for v in self.variants_for(ctx):
             rate = self.value(v.name)
-            blocks.append(Block(f"load-{v.name}", "client", f"Offer {rate:,} req/s (the same JVM, rates in rising order)",
-                                ctx.sweep_command(rate), variant=v.name))
+            blocks.append(Block(f"load-{v.name}", "client", f"Offer {rate:,} req/s (the same JVM, rates in rising "
+                                f"order{settle})", sweep_command(self.load_at(ctx, rate)), variant=v.name))
         return blocks
+
+    def load_at(self, ctx: HostContext, rate: int):
+        """The sweep's load at one offered rate: both latency spectra; on a JVM already warm, wrk2
+        settles for :data:`~tunepath.steps.commands.SETTLE_S` at the new rate before it counts."""
+        return load_spec(ctx, warmup_s=SETTLE_S if ctx.warm_in_load else 0).with_(
+            rate=rate, latency=True, uncorrected=True)
 
     # --- live: one JVM through the whole sweep, from one client ------------------------------
     def skip_reasons(self, session, variant: Variant) -> list[str]:

@@ -15,6 +15,7 @@ from tunepath.model.plan import Block, Variant
 from tunepath.model.reader import VARIABLES
 from tunepath.steps.base import Step
 from tunepath.model.shell import quote
+from tunepath.model.load import load_spec
 from tunepath.steps.commands import start_lines, tomcat_path
 
 __all__ = ["STEP"]
@@ -50,7 +51,7 @@ class Setup(Step):
                   f"{tomcat_path(ctx, 'webapps/examples/META-INF/context.xml')}"),
             Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit", start_lines(ctx)),
             *wrk2_blocks(Wrk2Source.from_context(ctx.wrk2_source)),
-            Block("smoke-test", "client", "Smoke test at a modest constant rate", ctx.load_command(smoke=True)),
+            Block("smoke-test", "client", "Smoke test at a modest constant rate", load_spec(ctx, smoke=True).command()),
         ]
 
     def document(self, result, charts, notebook, historical_dir) -> dict:

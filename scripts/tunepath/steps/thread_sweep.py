@@ -51,7 +51,7 @@ class ThreadSweep(SweepStep):
                         f"{ctx.tomcat_home}/conf/server.xml", connector_xml(sweep_connector(self.value(v.name))),
                         lang="xml", variant=v.name)
                   for v in self.variants_for(ctx)]
-        return blocks + [restart(ctx), *load_blocks(ctx)]
+        return blocks + [restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
     def measure(self, session, variants: list[str]) -> None:
         """Interleaved rounds until every comparison with the best can reach a verdict (Holm over
