@@ -16,12 +16,8 @@ median, five 93.75 %, six 96.9 %. A difference can be tested at 95 % when the sm
 p-value of the exact test, 2 / C(m + n, m), is at most 5 %: 4 + 4 values (2.9 %) or 3 + 5
 (3.6 %) can, 3 + 3 (10 %) and 3 + 4 (5.7 %) cannot.
 
-"Significant" means the exact Mann–Whitney test finds that one configuration's values tend to
-be larger than the other's: the two distributions differ. It says the *medians* differ only
-when the two have the same shape (one a shifted or scaled copy of the other); with different
-spreads or two modes, distributions can differ at equal medians.
-
-Missing values (``None``) and NaN are ignored.
+"Significant" means the exact Mann–Whitney test finds that the two distributions differ; it
+says the *medians* differ only when they have the same shape. None and NaN are ignored.
 """
 
 from __future__ import annotations

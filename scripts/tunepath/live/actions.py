@@ -224,18 +224,16 @@ def java_major(session: Session) -> int | None:
     return parse_java_major(session.server.run(f"{java} -version 2>&1", check=False, timeout=30).stdout)
 
 
-def jvm_warnings(session: Session, offset: int) -> list[str]:
-    """The JVM's own warnings in catalina.out since ``offset`` (e.g. large pages unavailable)."""
-    log = session.tomcat.file("logs/catalina.out")
-    r = session.server.run(f"tail -c +{int(offset) + 1} {log} 2>/dev/null | grep -E 'VM warning|\\[warning\\]' "
-                           "| grep -v 'Command line argument' | head -5", check=False, timeout=15)
-    return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
-
-
-def log_size(session: Session) -> int:
-    r = session.server.run(f"stat -c %s {session.tomcat.file('logs/catalina.out')} 2>/dev/null || echo 0",
+def jvm_warnings(session: Session, offset: int) -> tuple[list[str], int | None]:
+    """The JVM's own warnings in catalina.out since ``offset`` (e.g. large pages unavailable), and the
+    running JVM's open-file limit (None where unreadable): one round trip after Tomcat answered."""
+    log, pidfile = session.tomcat.file("logs/catalina.out"), session.tomcat.file("temp/tomcat.pid")
+    r = session.server.run(f"grep 'Max open files' /proc/$(cat {pidfile} 2>/dev/null)/limits 2>/dev/null "
+                           f"| awk '{{print $4}}'; echo '--'; tail -c +{int(offset) + 1} {log} 2>/dev/null "
+                           "| grep -E 'VM warning|\\[warning\\]' | grep -v 'Command line argument' | head -5",
                            check=False, timeout=15)
-    return int(r.stdout.strip() or 0) if r.stdout.strip().isdigit() else 0
+    limit, _, rest = r.stdout.partition("--")
+    return [ln.strip() for ln in rest.splitlines() if ln.strip()], int(limit) if limit.strip().isdigit() else None
 
 
 def ensure_tomcat(session: Session, step: str) -> None:

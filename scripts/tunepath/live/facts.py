@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from tunepath.live.hosts import Host
 from tunepath.evidence.store import FACT_KEYS
 
-__all__ = ["gather_facts", "CpuSample", "cpu_sample", "cpu_utilisation", "Channels", "channels_command",
+__all__ = ["gather_facts", "MODES", "CpuSample", "cpu_sample", "cpu_utilisation", "Channels", "channels_command",
            "parse_channels", "current_queues_command", "SBIN_PATH", "HugePages", "HUGEPAGES_COMMAND",
            "parse_hugepages"]
 
@@ -200,7 +200,8 @@ class CpuSample:
     jiffies: dict[str, int]     # totals over all CPUs since boot, by mode
 
 
-_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+_MODES = MODES
 
 
 def cpu_sample(host: Host) -> CpuSample:

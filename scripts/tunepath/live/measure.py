@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 
 from tunepath.analysis.steady import WarmUp
 from tunepath.errors import TunepathError
-from tunepath.live.actions import boot_id, jvm_warnings, load_pidfile, log_size, run_block
+from tunepath.live.actions import boot_id, jvm_warnings, load_pidfile, run_block
 from tunepath.live.hoststate import local_boot_id
-from tunepath.live.facts import cpu_sample, cpu_utilisation
+from tunepath.live.facts import MODES, CpuSample, cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
 from tunepath.live.jvmfacts import read_counters
 from tunepath.live.probe import choose_rate
@@ -51,7 +51,9 @@ def drive(session: Session, load_text: str, duration: int, clients: list[Host]) 
     ThreadingGroup does); returns each client's result, in order."""
     def one(i: int, client: Host):
         pidfile = load_pidfile(client, session.run_id, i)
-        client.run("mkdir -p ~/.tunepath", timeout=15)
+        if client.name not in session.client_dirs:        # once per step's session
+            client.run("mkdir -p ~/.tunepath", timeout=15)
+            session.client_dirs.add(client.name)
         try:
             return client.run(load_text, timeout=duration + 90, check=False, pidfile=pidfile, as_written=True,
                               child_times=True)
@@ -82,27 +84,19 @@ def _restart(session: Session, step, variant: str, config, blocks: dict, tag: st
     progress(f"{tag}: configuring Tomcat ({config.describe()})")
     tomcat.configure(config)
     restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
-    log_offset = log_size(session)
     # an emulated server (the lab's QEMU VM, software emulation) starts a JVM tens of times slower
     limit = READY_S_EMULATED if session.inventory.emulated else READY_S
     run_block(session, step.name, restart_block, timeout=limit, repetition=repetition)
     waited = tomcat.wait_ready(limit)
-    warnings = tuple(jvm_warnings(session, log_offset))
-    for w in warnings:
+    found, nofile = jvm_warnings(session, tomcat.log_offset)
+    for w in found:
         rec.warn(f"{step.name}/{variant}: the JVM said: {w}")
+    if nofile is not None and nofile < session.ctx.nofile:
+        rec.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below {session.ctx.nofile}); "
+                 f"`ulimit -n {session.ctx.nofile} && startup.sh` would have started nothing here")
     progress(f"{tag}: Tomcat ready after {waited:.1f} s")
-    return Started(waited, warnings)
-
-
-def _open_files(session: Session) -> int | None:
-    """Tomcat's open-file limit, warned about when below the context's."""
-    nofile = session.server.run(f"grep 'Max open files' /proc/{session.tomcat.pid()}/limits | awk '{{print $4}}'",
-                                check=False, timeout=15).stdout.strip()
-    if nofile.isdigit() and int(nofile) < session.ctx.nofile:
-        session.recorder.warn(f"Tomcat ran with an open-file limit of {nofile} (hard limit below "
-                              f"{session.ctx.nofile}); `ulimit -n {session.ctx.nofile} && startup.sh` would have "
-                              "started nothing here")
-    return int(nofile) if nofile.isdigit() else None
+    session.nofile = nofile
+    return Started(waited, tuple(found))
 
 
 def _no_summary(session: Session, step, variant: str, load, result, tag: str) -> None:
@@ -192,7 +186,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()
     clock.restart_s = time.monotonic() - clock.t0
     clients = load_clients(session, step, variant)
-    nofile = _open_files(session)
+    nofile = session.nofile                 # read when this JVM started
     undo = step.before_load(session, variant, blocks, repetition)
     t = time.monotonic()
     if "warm-up" in blocks and not smoke and restart:
@@ -243,18 +237,18 @@ class Window:
 def _load(session: Session, load, duration: int, clients: list[Host], undo) -> Window:
     """Sample CPU on every host, drive the load, sample again; then undo what ran beside Tomcat."""
     one_kernel = session.inventory.same_machine or session.ctx.shared_kernel   # one /proc/stat for all
-    hosts = [session.server] + ([] if one_kernel else session.clients)
-    before = [cpu_sample(h) for h in hosts]
-    pid = session.tomcat.pid()
+    clients_sampled = [] if one_kernel else session.clients
+    pid, cpu0, server0, _ = session.tomcat.sample()          # one round trip: pid, its CPU, /proc/stat
+    before = [_cpu(session.server, server0)] + [cpu_sample(h) for h in clients_sampled]
     jvm0 = read_counters(session.server, pid) if pid else None
-    cpu0, ctl0 = session.tomcat.cpu_seconds(pid), _own_cpu()
+    ctl0 = _own_cpu()
     t0 = time.monotonic()
     results = drive(session, load.text, duration, clients)
-    cpu1, ctl1 = session.tomcat.cpu_seconds(pid), _own_cpu()
+    ctl1 = _own_cpu()
     jvm1 = read_counters(session.server, pid) if pid else None
-    after = [cpu_sample(h) for h in hosts]
+    _, cpu1, server1, online = session.tomcat.sample(with_online=True)
+    after = [_cpu(session.server, server1)] + [cpu_sample(h) for h in clients_sampled]
     window = time.monotonic() - t0
-    online = session.server.run("cat /sys/devices/system/cpu/online", check=False, timeout=15).stdout.strip()
     if undo:
         undo()
     # a host whose /proc/stat gave no reading (a busy host's `head` failed) is said so, never null
@@ -267,6 +261,11 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
     tomcat_cpu = round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None
     controller = round(ctl1 - ctl0, 3) if controller_here(session) else None
     return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1), controller)
+
+
+def _cpu(host: Host, jiffies: list[int]) -> CpuSample:
+    """A /proc/stat reading taken with :meth:`Tomcat.sample` (zeros where it gave none)."""
+    return CpuSample(host.name, dict(zip(MODES, jiffies or [0] * len(MODES))))
 
 
 def _own_cpu() -> float:

@@ -4,9 +4,8 @@ The live layer, in the order a step meets it: :mod:`~tunepath.live.start` opens 
 (host keys checked, lock taken, facts gathered); :mod:`~tunepath.live.execute` runs one
 step (the step object says what, this layer says how); :mod:`~tunepath.live.measure`
 measures one variant once and :mod:`~tunepath.live.repeat` repeats variants in
-interleaved rounds; :mod:`~tunepath.live.actions` holds the guarded single actions
-(run a block, a disruptive change, clean up); :mod:`~tunepath.live.runner` executes the
-step notebooks of a whole run and rebuilds the site.
+interleaved rounds; :mod:`~tunepath.live.actions` holds the guarded single actions;
+:mod:`~tunepath.live.runner` executes the step notebooks of a whole run and rebuilds the site.
 
 A run being recorded keeps a few side files beside it, in ``runs/.inprogress/`` (ignored by
 git, each readable by its owner only, 0600): ``<id>.options.json`` (the run's options and
@@ -182,6 +181,8 @@ class Session:
     ctx: HostContext
     facts: dict = field(default_factory=dict)
     repeating: bool = False
+    nofile: int | None = None          # the running JVM's open-file limit, read when it started
+    client_dirs: set = field(default_factory=set)   # clients whose ~/.tunepath this session made
 
     @property
     def client(self) -> Host:

@@ -61,6 +61,8 @@ class Tomcat:
         self.home = home.rstrip("/")
         self.port = port
         self.path = path
+        self.log_offset = 0            # catalina.out's size when the last configuration was written
+        self._original: str | None = None   # the saved original server.xml, once read
 
     # -- paths ---------------------------------------------------------------------
     @property
@@ -180,8 +182,12 @@ class Tomcat:
                       f"else touch {setenv_none}; fi; fi", timeout=30)
 
     def original_server_xml(self) -> str:
-        self.backup()
-        return self.host.run(f"cat {self.file(f'conf/server.xml{BACKUP_SUFFIX}')}", timeout=30).stdout
+        """The saved original server.xml: read once per Tomcat object (a step's session), since every
+        configuration is rendered from it and nothing else writes the backup."""
+        if self._original is None:
+            self.backup()
+            self._original = self.host.run(f"cat {self.file(f'conf/server.xml{BACKUP_SUFFIX}')}", timeout=30).stdout
+        return self._original
 
     def configure(self, config: TomcatConfig) -> str:
         """Write server.xml (and setenv.sh) for ``config``, the examples webapp opened to remote
@@ -200,8 +206,13 @@ class Tomcat:
             self.host.put(local, f"{self.server_xml}.tunepath-new")
         finally:
             local.unlink(missing_ok=True)
-        self.host.run(f"chmod 600 {new} && mv {new} {xml} && {self._reopen_examples()}", timeout=30)
-        self.host.run(setenv_command(self.home, config), timeout=30)
+        # one round trip: the file into place, setenv.sh, and catalina.out's size (where the JVM's
+        # own warnings of the coming start begin: :attr:`log_offset`)
+        r = self.host.run(f"set -e\nchmod 600 {new} && mv {new} {xml} && {self._reopen_examples()}\n"
+                          f"{setenv_command(self.home, config)}\n"
+                          f"stat -c %s {self.file('logs/catalina.out')} 2>/dev/null || echo 0", timeout=30)
+        size = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "0"
+        self.log_offset = int(size) if size.isdigit() else 0
         return text
 
     def restore_config(self) -> bool:
@@ -244,15 +255,36 @@ class Tomcat:
                             f"Last lines of catalina.out: {tail.splitlines()[-1] if tail else 'none'}")
 
     def stop(self, timeout: int = 30) -> None:
-        """Stop and wait for the JVM to exit (forcing it after ``timeout`` seconds)."""
+        """Stop and wait for the JVM to exit, forcing it after ``timeout`` seconds: one round trip.
+        SIGTERM runs the JVM's shutdown hooks, where Catalina stops as it does for shutdown.sh,
+        without starting a second JVM to send the shutdown command."""
         pidfile = self.file("temp/tomcat.pid")
-        if not self.pid():
-            self.host.run(f"rm -f {pidfile}", check=False, timeout=15)
-            return
-        self.host.run(self._env() + f"{self.file('bin/shutdown.sh')} {int(timeout)} -force >/dev/null 2>&1; "
-                      f"rm -f {pidfile}", timeout=timeout + 30, check=False)
-        if self.pid():
+        r = self.host.run(f"pf={pidfile}; p=$(cat \"$pf\" 2>/dev/null); case $p in ''|*[!0-9]*) rm -f \"$pf\"; exit 0;; esac; "
+                          f"kill -TERM \"$p\" 2>/dev/null || {{ rm -f \"$pf\"; exit 0; }}; "
+                          f"end=$((SECONDS+{int(timeout)})); while kill -0 \"$p\" 2>/dev/null; do "
+                          f"[ $SECONDS -ge $end ] && {{ kill -KILL \"$p\" 2>/dev/null; sleep 0.5; break; }}; sleep 0.1; done; "
+                          f"kill -0 \"$p\" 2>/dev/null && exit 3; rm -f \"$pf\"", timeout=timeout + 30, check=False)
+        if r.exited == 3:
             raise TunepathError(f"on {self.host.name}: Tomcat would not stop (pid file {self.pidfile})")
+
+    def sample(self, with_online: bool = False) -> tuple[int | None, float | None, list[int], str]:
+        """One round trip around a measurement: the JVM's pid and CPU seconds, the host's
+        ``/proc/stat`` totals (the ``cpu`` line's numbers) and, ``with_online``, its online CPUs."""
+        pidfile = self.file("temp/tomcat.pid")
+        r = self.host.run(f"head -1 /proc/stat; echo; p=$(cat {pidfile} 2>/dev/null); "
+                          f"if [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null; then echo \"$p\"; cat /proc/$p/stat; "
+                          f"getconf CLK_TCK; else echo; echo; echo; fi"
+                          + ("; cat /sys/devices/system/cpu/online" if with_online else "; echo"),
+                          check=False, timeout=15)
+        lines = (r.stdout.splitlines() + [""] * 6)[:6]
+        stat = lines[0].split()
+        jiffies = [int(v) for v in stat[1:9]] if stat and stat[0] == "cpu" else []
+        pid = int(lines[2]) if lines[2].strip().isdigit() else None
+        cpu = None
+        if pid and ")" in lines[3] and lines[4].strip().isdigit():
+            fields = lines[3].rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / int(lines[4])
+        return pid, cpu, jiffies, lines[5].strip()
 
     def cpu_seconds(self, pid: int | None = None) -> float | None:
         """User + system CPU time of the running JVM (``pid``, if known), from /proc."""
