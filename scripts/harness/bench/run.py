@@ -105,7 +105,7 @@ def run_benchmarks(args: argparse.Namespace, only: set[str], result: dict) -> bo
         say(f"[{clock()}] benchmark 3/5: orchestration overhead of recorded live runs")
         result["overhead"] = bench_overhead(runs_dir)
     if "path" in only:
-        say(f"[{clock()}] benchmark 4/5: recorded path runs (wall time, precision, key comparison)")
+        say(f"[{clock()}] benchmark 4/5: recorded path runs (wall time, precision, key comparison, phases, verdicts)")
         result["path"] = bench_recorded_paths(runs_dir)
     if "stats" in only:
         say(f"[{clock()}] benchmark 5/5: statistics, seeded simulation ({args.stats_trials} trials per case)")

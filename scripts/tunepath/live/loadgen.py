@@ -38,6 +38,7 @@ class Profile:
     warm_in_load: bool = False    # the measurement's own wrk2 warms up for warmup_s (-W) where it can
     fixed_rounds: bool = False    # the rounds its comparisons need to be tested, fixed in advance: no look at the data
     sweep_threads: tuple[int, ...] = ()   # the thread sweep's counts (() the path's: 1, 2, 4 … 200)
+    rate_sweep_budget_s: float | None = None   # the rate sweep's own budget (None: step_budget_s)
 
 
 PROFILES = {
@@ -48,7 +49,7 @@ PROFILES = {
                      "calibration inside it) and counts the next 15 s; the interleaved rounds every comparison "
                      "needs for a 95 % verdict (4; 5 for the thread sweep's 4 counts, Holm over their 6 pairs)",
                      repetitions=4, max_repetitions=6, ci_target_pct=5.0, step_budget_s=1500, warm_in_load=True,
-                     fixed_rounds=True, sweep_threads=(2, 8, 32, 200)),
+                     fixed_rounds=True, sweep_threads=(2, 8, 32, 200), rate_sweep_budget_s=240),
     "full": Profile("full", 90, 60, 128, 1280, 500000,
                     "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs, after a "
                     "steady-state warm-up (5 s windows, at most 90 s); 3 to 10 interleaved repetitions",

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from tunepath.analysis.climb import Climb
 from tunepath.analysis.sweep import SweepPoint
+from tunepath.live.loadgen import get_profile
 from tunepath.live.measure import drive, last_report, measure, restart_for
 from tunepath.live.probe import probe_capacity, set_rate
 from tunepath.live.warmup import warm_up
@@ -48,6 +49,9 @@ def sweep(session: Session, step, first_variant: str, slo_ms: float = 10.0, perc
     """Warm up (``warmup``: the steady-state block), probe, climb and repeat; then stop Tomcat and
     record the rates and why the sweep ended."""
     rec, rule = session.recorder, stopping_rule(session)
+    own = get_profile(session.options.profile).rate_sweep_budget_s
+    if own is not None and session.options.step_budget_s is None:      # the sweep reads no verdict
+        rule = replace(rule, time_budget_s=min(rule.time_budget_s or own, own))
     started = time.monotonic()
     restart_for(session, step, first_variant)
     if warmup is not None:              # the probe then measures a warm JVM, not the JIT's warm-up

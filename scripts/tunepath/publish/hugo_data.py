@@ -21,6 +21,7 @@ from tunepath.publish.display import (PERCENTILES, clean, display, num, placemen
                                       warmup_text)
 from tunepath.analysis.jvmfacts import JVM_COLUMNS
 from tunepath.analysis.modes import mode_report
+from tunepath.analysis.verdicts import step_verdicts
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
@@ -126,14 +127,16 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
 
 
 def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
-    """One run's part of a step's data: header, measurements, commands, verification
-    (``definition``: the step object; ``path``: the step registry)."""
+    """One run's part of a step's data: header, measurements, each comparison's verdict
+    (:mod:`tunepath.analysis.verdicts`), commands, verification (``definition``: the step object;
+    ``path``: the step registry)."""
     step = definition.name
-    rows = frame[(frame.run_id == run.run_id) & (frame.step == step)]
-    rows = sorted(rows.to_dict("records"), key=lambda r: path.sort_key(step, r["variant"], run.context))
+    run_rows = frame[frame.run_id == run.run_id].to_dict("records")
+    rows = sorted((r for r in run_rows if r["step"] == step), key=lambda r: path.sort_key(step, r["variant"], run.context))
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
+        "verdicts": [v.to_data() for v in step_verdicts(definition, run, rows, run_rows)],
         "commands": commands_entry(run, definition),
         "bindings": bindings_entry(run),
         "verification": verification_entries(run, step),
