@@ -36,7 +36,7 @@ BAD_RUN = {
     "repetitions zero": (["--repetitions", "0"], "--repetitions: 0 must be 1 or more"),
     "repetitions above the maximum": (["--repetitions", "5", "--max-repetitions", "3"],
                                       "--max-repetitions 3 is below --repetitions 5"),
-    "maximum below the profile's minimum": (["--max-repetitions", "2"], "quick profile's minimum of 3"),
+    "maximum below the profile's minimum": (["--max-repetitions", "2"], "quick profile's minimum of 4"),
     "unknown profile": (["--profile", "turbo"], "unknown profile 'turbo'"),
     "unknown step": (["--steps", "baseline,turbo"], "unknown step 'turbo'"),
     "steps that measure nothing": (["--steps", "summary"], "measures nothing"),
