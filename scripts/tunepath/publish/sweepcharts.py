@@ -23,12 +23,13 @@ _PAIRS = (("rps_low", "rps_high", "interval_level"), ("cpu_low", "cpu_high", "cp
 
 
 def thread_sweep_chart(rows: list[dict], static_dir: Path, name: str, run_id: str, best: str | None,
-                       sweep_value) -> base.Chart:
+                       sweep_value, best_words: str = "highest median throughput") -> base.Chart:
     """Throughput, server CPU per request and p99 latency against maxThreads (one run);
-    ``sweep_value(variant)`` is the thread count a variant stands for."""
+    ``sweep_value(variant)`` is the thread count a variant stands for; ``best_words`` what made
+    ``best`` the best (open loop: the least server CPU per request)."""
     rows = sorted(rows, key=lambda r: sweep_value(r["variant"]) or 0)
     xs = [sweep_value(r["variant"]) for r in rows]
-    best_x = (sweep_value(best),) if any(r["variant"] == best for r in rows) else None
+    best_x = (sweep_value(best), best_words) if any(r["variant"] == best for r in rows) else None
     rel, narrow = base.emit(static_dir, name, ("thread-sweep", rows, xs, best_x),
                             lambda size: _thread_sweep_figure(rows, xs, best_x, size))
     listing = "; ".join(f"{r['label']}: {fmt.rate(r['requests_per_sec'])} req/s, "
@@ -51,7 +52,7 @@ def _line(ax, xs, rows, value, low, high, color, gid):
 
 
 def _thread_sweep_figure(rows: list[dict], xs: list, best_x, size: layout.Size) -> "Figure":
-    """``best_x``: (the thread count of the highest median throughput,) for a dotted line, or None."""
+    """``best_x``: (the best thread count, what made it the best) for a dotted line, or None."""
     fig = base.figure(figsize=(size.width, 7.4))
     axes = fig.subplots(3, 1, sharex=True)
     _line(axes[0], xs, rows, "requests_per_sec", "rps_low", "rps_high", base.HIGHLIGHT, "rps")
@@ -72,8 +73,8 @@ def _thread_sweep_figure(rows: list[dict], xs: list, best_x, size: layout.Size) 
             ax.axvline(best_x[0], color="#8bc34a", linestyle=":", linewidth=1.2, gid=f"ref-best-{i}")
     axes[2].set_xticks(xs, [str(x) for x in xs])
     axes[2].minorticks_off()
-    axes[2].set_xlabel(layout.wrap("maxThreads (= minSpareThreads), log scale; dotted: the highest median "
-                                   "throughput", size.line), fontsize=size.small)
+    axes[2].set_xlabel(layout.wrap("maxThreads (= minSpareThreads), log scale"
+                                   + (f"; dotted: the {best_x[1]}" if best_x else ""), size.line), fontsize=size.small)
     axes[0].set_title(base.host_title("Thread-count sweep", rows, size), loc="left", fontsize=size.font)
     return fig
 

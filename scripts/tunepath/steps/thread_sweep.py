@@ -9,7 +9,11 @@ from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import SweepStep
 from tunepath.steps.commands import connector_xml, load_blocks, restart, sweep_connector
 
-__all__ = ["STEP"]
+__all__ = ["STEP", "BEST_WORDS"]
+
+# what "best" means, by the figure it is read on (open loop: CPU per request; closed loop: throughput)
+BEST_WORDS = {"server_cpu_us_per_req": "Least server CPU per request", "requests_per_sec": "Highest median throughput"}
+WORSE_WORDS = {"server_cpu_us_per_req": "with more server CPU per request", "requests_per_sec": "with lower throughput"}
 
 
 class ThreadSweep(SweepStep):
@@ -20,10 +24,12 @@ class ThreadSweep(SweepStep):
            "instead: the same configuration (access log off, keep-alive and connection limits raised) at "
            "`maxThreads` = 1, 2, 4 … 200 (the host context's `sweep_threads`), each repeated in interleaved "
            "rounds. It charts throughput, server CPU time per request and p99 latency against the thread count "
-           "and names the count with the highest median throughput, with the counts that cannot be told apart "
+           "and names the best count (the least server CPU per request where the load offered a fixed rate, "
+           "the highest median throughput where it did not), with the counts that cannot be told apart "
            "from it after Holm's correction for multiple comparisons.")
     notebook_cells = (
-        ("markdown", "## The best thread count per run\n\nThe highest median throughput, and the thread counts "
+        ("markdown", "## The best thread count per run\n\nThe least server CPU per request (open loop; the highest "
+                     "median throughput closed loop), and the thread counts "
                      "the exact Mann–Whitney test cannot tell apart from it, Holm-corrected over every pair of "
                      "counts (the best is picked from the same data) at a family-wise 5 %."),
         ("code", "pipeline.analysis(result)"),
@@ -62,22 +68,30 @@ class ThreadSweep(SweepStep):
 
     # --- analysis and charts ------------------------------------------------------------
     def best(self, result, run) -> dict | None:
-        """The thread count with the highest median throughput, and each other count's verdict
-        against it: the exact Mann–Whitney test on every pair of counts, Holm-corrected over all
-        of them (the best is chosen from the same data, so the family is every pair)."""
+        """The best thread count, and each other count's verdict against it: the exact Mann–Whitney
+        test on every pair of counts, Holm-corrected over all of them (the best is chosen from the
+        same data, so the family is every pair). Where the load offered a fixed rate (open loop),
+        requests/s is that rate for every count: the best is then the least server CPU per request;
+        closed loop, the highest median throughput (:func:`tunepath.analysis.verdicts.figure_for`)."""
+        from tunepath.analysis.verdicts import CPU, figure_for
+
         rows = [r for r in result.frame[result.frame.run_id == run.run_id].to_dict("records")
                 if r["requests_per_sec"] and r["requests_per_sec"] > 0]
+        figure = figure_for(rows[0], rows[-1]) if rows else None
+        column = "cpu_values" if figure == CPU else "rps_values"
+        rows = [r for r in rows if r[figure] is not None and r[figure] == r[figure] and r[figure] > 0]
         if not rows:
             return None
-        best = max(rows, key=lambda r: r["requests_per_sec"])
-        values = [[v for v in r["rps_values"] if v is not None and v == v and v > 0] for r in rows]
+        best = (min if figure == CPU else max)(rows, key=lambda r: r[figure])
+        values = [[v for v in r[column] if v is not None and v == v and v > 0] for r in rows]
         pairs = [(i, j) for i in range(len(rows)) for j in range(i + 1, len(rows)) if values[i] and values[j]]
         verdicts = dict(zip(pairs, stats.holm_verdicts([stats.compare(values[i], values[j]) for i, j in pairs])))
         b = rows.index(best)
         verdict = {i: verdicts.get((min(i, b), max(i, b))) for i in range(len(rows)) if i != b}
         pick = lambda want: [rows[i]["label"] for i, v in verdict.items() if v is want]  # noqa: E731
         return {"variant": best["variant"], "label": best["label"], "ties": pick(False), "below": pick(True),
-                "untested": pick(None), "comparisons": len(pairs),
+                "untested": pick(None), "comparisons": len(pairs), "figure": figure,
+                "words": BEST_WORDS[figure], "worse": WORSE_WORDS[figure],
                 "min_repetitions": min(int(r["n"] or 1) for r in rows)}
 
     def analysis(self, result, run) -> dict | None:
@@ -86,6 +100,7 @@ class ThreadSweep(SweepStep):
             return None
         return {"best_variant": best["variant"], "best_label": best["label"], "ties": best["ties"],
                 "below": best["below"], "untested": best["untested"], "comparisons": best["comparisons"],
+                "figure": best["figure"], "best_words": best["words"], "worse_words": best["worse"],
                 "correction": "Holm", "min_repetitions": best["min_repetitions"]}
 
     def charts(self, result, static) -> list:
@@ -97,7 +112,8 @@ class ThreadSweep(SweepStep):
             if rows:
                 best = self.best(result, run)
                 out.append(thread_sweep_chart(rows, static, f"thread-sweep-{run.run_id}", run.run_id,
-                                              best["variant"] if best else None, self.value))
+                                              best["variant"] if best else None, self.value,
+                                              best["words"].lower() if best else ""))
         return out
 
 

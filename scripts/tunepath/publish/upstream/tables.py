@@ -131,8 +131,8 @@ def sweep(run: dict) -> str:
         if d.get("suspect"):
             rows.append(["Misses below the capacity (noise suspected)", d["suspect"]])
         return _host(run) + " " + a.get("sentence", "") + "\n\n" + table(["Reading", "Value"], rows)
-    parts = [f"Highest median throughput: **{a['best_label']}**."]
-    for key, what in (("below", "Different from the best, with lower throughput"),
+    parts = [f"{a.get('best_words') or 'Highest median throughput'}: **{a['best_label']}**."]
+    for key, what in (("below", f"Different from the best, {a.get('worse_words') or 'with lower throughput'}"),
                       ("ties", "Not distinguishable from it"),
                       ("untested", "Too few repetitions to reach a verdict")):
         if a.get(key):
