@@ -21,6 +21,8 @@ CONTRACT_KEYS = {
     "requests_per_sec", "transfer_per_sec_bytes", "socket_errors", "non_2xx_3xx", "warnings",
     # added by issue 10: the header's duration, the uncorrected histogram, the typed problems
     "header_duration_s", "uncorrected_histogram", "problems", "requests_per_sec_trusted",
+    # added with wrk2's warm-up option (the project's patch, fix 6): -W's warm-up, None without it
+    "warmup_s",
 }
 
 

@@ -167,7 +167,8 @@ _LABELS = {"percentiles_ms": "latency percentiles", "uncorrected_percentiles_ms"
            "requests_per_sec": "requests per second", "requests": "request count and duration",
            "transfer_per_sec_bytes": "transfer rate", "socket_errors": "socket error counts",
            "non_2xx_3xx": "count of error responses", "latency_ms": "latency statistics",
-           "req_per_sec_per_thread": "per-thread rate", "calibration": "calibration lines"}
+           "req_per_sec_per_thread": "per-thread rate", "calibration": "calibration lines",
+           "warmup_s": "warm-up line"}
 
 
 def _decreasing(values: list[float]) -> bool:

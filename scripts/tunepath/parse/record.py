@@ -56,6 +56,7 @@ class WrkReport:
     threads: int | None = None
     connections: int | None = None
     header_duration_s: float | None = None
+    warmup_s: float | None = None     # wrk2 -W (the project's patch): the uncounted warm-up before the window
     calibration: list[dict[str, float]] = field(default_factory=list)
     latency_ms: Stats | None = None
     req_per_sec_per_thread: Stats | None = None
@@ -94,6 +95,7 @@ class WrkReport:
             "threads": self.threads,
             "connections": self.connections,
             "header_duration_s": self.header_duration_s,
+            "warmup_s": self.warmup_s,
             "calibration": [dict(c) for c in self.calibration],
             "latency_ms": asdict(self.latency_ms) if self.latency_ms else None,
             "req_per_sec_per_thread": asdict(self.req_per_sec_per_thread) if self.req_per_sec_per_thread else None,
@@ -124,7 +126,7 @@ class WrkReport:
             "requests_per_sec": self.requests_per_sec,
             "transfer_per_sec_bytes": self.transfer_per_sec_bytes,
             "non_2xx_3xx": self.non_2xx_3xx,
-            "calibrated": bool(self.calibration),
+            "calibrated": bool(self.calibration), "warmup_s": self.warmup_s,
         }
         for stat, prefix in ((self.latency_ms, "latency"), (self.req_per_sec_per_thread, "req_per_thread")):
             for name in ("avg", "stdev", "max", "within_stdev_pct"):

@@ -1,13 +1,15 @@
 """Parse the text report of wrk2 and of Debian's wrk.
 
 One function, :func:`parse`, turns stdout of either tool into a :class:`WrkReport`.
-It understands every section the tools print: the ``Running …`` header, wrk2's
-``Thread calibration`` lines, ``Thread Stats``, wrk2's HdrHistogram blocks
-(``Recorded`` and ``-U`` ``Uncorrected``, each with its detailed spectrum and
-footer), wrk's four-line ``Latency Distribution``, the request/byte/duration
-summary, socket errors, non-2xx/3xx responses, ``Requests/sec`` and
-``Transfer/sec``. Summary-only excerpts (as the original learning path published
-them), CRLF line ends and trailing output of a Lua script are accepted.
+It understands every section the tools print: the ``Running …`` header, the
+``Warm-up`` line of the project's wrk2 run with ``-W`` (its patch, fix 6: everything
+after it counts only the window after the warm-up), wrk2's ``Thread calibration``
+lines, ``Thread Stats``, wrk2's HdrHistogram blocks (``Recorded`` and ``-U``
+``Uncorrected``, each with its detailed spectrum and footer), wrk's four-line
+``Latency Distribution``, the request/byte/duration summary, socket errors,
+non-2xx/3xx responses, ``Requests/sec`` and ``Transfer/sec``. Summary-only excerpts
+(as the original learning path published them), CRLF line ends and trailing output
+of a Lua script are accepted.
 
 A report that parses is then checked (:mod:`~tunepath.parse.problems`): ``Requests/sec``
 against requests ÷ duration within the rounding of both prints, lines holding NUL bytes or
@@ -31,7 +33,7 @@ from tunepath.parse.units import (UnitError, decimals, half_digit, parse_bytes, 
 from tunepath.parse.wrklines import (
     RE_CALIBRATION, RE_DIST_WRK, RE_DIST_WRK2, RE_FOOT_BUCKETS, RE_FOOT_MAX, RE_FOOT_MEAN, RE_NON2XX, RE_PCT_ROW,
     RE_RPS, RE_RULE, RE_RUNNING, RE_SOCKET, RE_SPECTRUM_COLS, RE_SPECTRUM_HEAD, RE_SPECTRUM_ROW, RE_STATS_HEADER,
-    RE_STATS_ROW, RE_SUMMARY, RE_THREADS, RE_TPS, RE_USAGE, REPORT_LINES, field_of,
+    RE_STATS_ROW, RE_SUMMARY, RE_THREADS, RE_TPS, RE_USAGE, RE_WARMUP, REPORT_LINES, field_of,
 )
 
 __all__ = ["ParseError", "Problem", "Stats", "Histogram", "WrkReport", "parse", "parse_file", "PERCENTILE_KEYS"]
@@ -123,6 +125,10 @@ class _Parser:
         elif m := RE_THREADS.match(line):
             self._once("threads", line)
             r.threads, r.connections = int(m.group(1)), int(m.group(2))
+        elif m := RE_WARMUP.match(line):
+            self._once("warmup", line)
+            r.warmup_s = parse_time_s(m.group(1))
+            self.tool_hints.add("wrk2")         # only the project's patched wrk2 prints it
         elif m := RE_CALIBRATION.match(line):
             r.calibration.append({"mean_latency_ms": parse_time_ms(m.group(1)),
                                   "sampling_interval_ms": parse_time_ms(m.group(2))})
@@ -343,9 +349,13 @@ class _Parser:
             w.append("Req/Sec is NaN: wrk2 reports no per-thread rate for a run shorter than its "
                      "calibration (about 10 s)")
         if r.histogram and r.histogram.total_count is not None and r.requests:
-            if r.histogram.total_count < r.requests:
+            if r.histogram.total_count < r.requests and r.warmup_s is None:
                 w.append(f"the latency histogram counts {r.histogram.total_count} of {r.requests} "
                          "requests (wrk2 resets its histograms after calibration)")
+            elif r.histogram.total_count < r.requests:
+                w.append(f"the latency histogram holds {r.histogram.total_count} latencies for the {r.requests} "
+                         "requests counted after the warm-up; both cover that window, so only wrk2's -B (one "
+                         "latency per batch of pipelined requests) records fewer")
         if r.header_duration_s and r.duration_s is not None:
             if abs(r.duration_s - r.header_duration_s) > DURATION_TOLERANCE * r.header_duration_s:
                 w.append(f"measured duration {r.duration_s:g} s is far from the requested "

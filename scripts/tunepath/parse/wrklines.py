@@ -12,6 +12,8 @@ import re
 _TOK = r"(\S+)"
 RE_RUNNING = re.compile(r"^Running\s+(\S+)\s+test\s+@\s+(\S+)\s*$")
 RE_THREADS = re.compile(r"^(\d+)\s+threads?\s+and\s+(\d+)\s+connections?\s*$")
+# the project's wrk2 with -W (its patch, fix 6): what follows counts only the window after the warm-up
+RE_WARMUP = re.compile(r"^Warm-up:\s+(\S+)\s+at the offered rate, not counted\s*$")
 RE_CALIBRATION = re.compile(
     r"^Thread calibration:\s+mean lat\.:\s*(\S+),\s*rate sampling interval:\s*(\S+)\s*$")
 RE_STATS_HEADER = re.compile(r"^Thread Stats\s+Avg\s+Stdev\s+Max\s+\+/-\s+Stdev\s*$")
@@ -38,10 +40,10 @@ RE_USAGE = re.compile(r"^Usage:\s+wrk\b")
 RE_OTHER_TOOL = re.compile(r"^(This is ApacheBench|summary\s*=)")
 
 # lines a report prints once: seeing one again (or another tool's report) means a second report
-REPORT_LINES = (RE_RUNNING, RE_THREADS, RE_STATS_HEADER, RE_STATS_ROW, RE_DIST_WRK2, RE_DIST_WRK,
+REPORT_LINES = (RE_RUNNING, RE_THREADS, RE_WARMUP, RE_STATS_HEADER, RE_STATS_ROW, RE_DIST_WRK2, RE_DIST_WRK,
                 RE_SUMMARY, RE_SOCKET, RE_NON2XX, RE_RPS, RE_TPS, RE_OTHER_TOOL)
 # which field a line that could not be read would have filled (first match wins)
-_FIELD_HINTS = (("Requests/sec", "requests_per_sec"), ("requests in", "requests"),
+_FIELD_HINTS = (("Warm-up", "warmup_s"), ("Requests/sec", "requests_per_sec"), ("requests in", "requests"),
                 ("Transfer/sec", "transfer_per_sec_bytes"), ("Socket errors", "socket_errors"),
                 ("Non-2xx", "non_2xx_3xx"), ("Uncorrected", "uncorrected_percentiles_ms"),
                 ("Distribution", "percentiles_ms"), ("Req/Sec", "req_per_sec_per_thread"),
