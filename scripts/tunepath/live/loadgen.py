@@ -35,7 +35,7 @@ class Profile:
     step_budget_s: float | None = None   # … or when a step's time budget is spent
     warmup_window_s: int = 0      # steady state: warm up in windows this long (warmup_s is then the cap) …
     steady_pct: int = 10          # … until 3 windows in a row serve within ± this % of their median
-    warm_in_load: bool = False    # the measurement's own wrk2 warms up for warmup_s (-W) where it can
+    settle_s: int = 0             # wrk2 -W: it calibrates in this many seconds at the rate before -d counts
     fixed_rounds: bool = False    # the rounds its comparisons need to be tested, fixed in advance: no look at the data
     sweep_threads: tuple[int, ...] = ()   # the thread sweep's counts (() the path's: 1, 2, 4 … 200)
     rate_sweep_budget_s: float | None = None   # the rate sweep's own budget (None: step_budget_s)
@@ -44,11 +44,13 @@ class Profile:
 PROFILES = {
     "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
                      "seconds per variant, for tests: proves the machinery, measures nothing"),
-    "quick": Profile("quick", 10, 15, 2, 64, 20000,
-                     "the default: each measurement's wrk2 offers the rate for 10 s of warm-up (-W, wrk2's "
-                     "calibration inside it) and counts the next 15 s; the interleaved rounds every comparison "
-                     "needs for a 95 % verdict (4; 5 for the thread sweep's 4 counts, Holm over their 6 pairs)",
-                     repetitions=4, max_repetitions=6, ci_target_pct=5.0, step_budget_s=1500, warm_in_load=True,
+    "quick": Profile("quick", 45, 15, 2, 64, 20000,
+                     "the default: a steady-state warm-up (3 s closed-loop windows, at most 45 s), then wrk2 "
+                     "calibrates in 3 s at the offered rate (-W) and counts 15 s; the interleaved rounds every "
+                     "comparison needs for a 95 % verdict (4; 5 for the thread sweep's 4 counts, Holm over their "
+                     "6 pairs)",
+                     repetitions=4, max_repetitions=6, ci_target_pct=5.0, step_budget_s=1500, warmup_window_s=3,
+                     settle_s=3,
                      fixed_rounds=True, sweep_threads=(2, 8, 32, 200), rate_sweep_budget_s=240),
     "full": Profile("full", 90, 60, 128, 1280, 500000,
                     "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs, after a "
@@ -71,8 +73,8 @@ def duration_for(profile: Profile, tool: LoadTool, threads: int, connections: in
     wrk2 records latency only once each thread has calibrated (10 s + 5 ms per connection of the
     thread: :func:`calibration_s`), so its runs last that much longer, and
     the profile's duration is what is measured. The smoke profile proves the machinery only."""
-    if not tool.open_loop or profile.name == "smoke" or (profile.warm_in_load and tool.warmup):
-        return profile.duration_s          # -W: wrk2 calibrates inside its warm-up; -d is what counts
+    if not tool.open_loop or profile.name == "smoke" or (profile.settle_s and tool.warmup):
+        return profile.duration_s          # -W: wrk2 calibrates before -d, which is what counts
     return profile.duration_s + math.ceil(calibration_s(threads, connections))
 
 

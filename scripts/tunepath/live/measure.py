@@ -15,7 +15,7 @@ import datetime as dt
 import re
 import resource
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 
 from tunepath.analysis.steady import WarmUp
@@ -204,7 +204,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     progress(f"{tag}: measuring for {clock.counted_s:.0f} s with {tool}"
              + (f" after {in_load:.0f} s of warm-up in the same run" if in_load else "")
              + (f" on {len(clients)} clients at once" if len(clients) > 1 else ""))
-    window = _load(session, load, duration + int(in_load), clients, undo)
+    window = _load(session, load, duration + int(in_load), clients, undo, in_load)
     session.recorder.block(step.name, load.id, "client", load.text, "ran", exit_status=window.results[0].exited,
                            duration_s=round(window.results[0].duration_s, 3),
                            **({"repetition": repetition} if repetition > 1 else {}))
@@ -232,18 +232,36 @@ class Window:
     cpus_online: str
     jvm: dict
     controller_cpu_s: float | None = None    # the controller's CPU time, where it shares the server's kernel
+    client_share: float = 1.0    # the counted window's share of the load generator's run (-W: the rest warmed up)
 
 
-def _load(session: Session, load, duration: int, clients: list[Host], undo) -> Window:
-    """Sample CPU on every host, drive the load, sample again; then undo what ran beside Tomcat."""
+BOUNDARY_S = 0.1     # the load command starts about this long after it is sent (SSH, exec)
+
+
+def _load(session: Session, load, duration: int, clients: list[Host], undo, warm_s: float = 0.0) -> Window:
+    """Sample CPU on every host, drive the load, sample again; then undo what ran beside Tomcat.
+    With a warm-up inside the load (wrk2 -W), the first samples are taken when it ends, while the
+    load runs on, so that every figure covers the counted window only."""
     one_kernel = session.inventory.same_machine or session.ctx.shared_kernel   # one /proc/stat for all
     clients_sampled = [] if one_kernel else session.clients
-    pid, cpu0, server0, _ = session.tomcat.sample()          # one round trip: pid, its CPU, /proc/stat
-    before = [_cpu(session.server, server0)] + [cpu_sample(h) for h in clients_sampled]
-    jvm0 = read_counters(session.server, pid) if pid else None
-    ctl0 = _own_cpu()
-    t0 = time.monotonic()
-    results = drive(session, load.text, duration, clients)
+
+    def sample_before():
+        pid, cpu, server, _ = session.tomcat.sample()          # one round trip: pid, its CPU, /proc/stat
+        return (pid, cpu, [_cpu(session.server, server)] + [cpu_sample(h) for h in clients_sampled],
+                read_counters(session.server, pid) if pid else None, _own_cpu(), time.monotonic())
+
+    if warm_s:
+        pool = ThreadPoolExecutor(max_workers=1)
+        running = pool.submit(drive, session, load.text, duration, clients)
+        try:
+            wait([running], timeout=warm_s + BOUNDARY_S)       # returns early only if the load ended
+            pid, cpu0, before, jvm0, ctl0, t0 = sample_before()
+            results = running.result()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    else:
+        pid, cpu0, before, jvm0, ctl0, t0 = sample_before()
+        results = drive(session, load.text, duration, clients)
     ctl1 = _own_cpu()
     jvm1 = read_counters(session.server, pid) if pid else None
     _, cpu1, server1, online = session.tomcat.sample(with_online=True)
@@ -260,7 +278,8 @@ def _load(session: Session, load, duration: int, clients: list[Host], undo) -> W
         util["clients"] = "the server's kernel: its figures cover every host"
     tomcat_cpu = round(cpu1 - cpu0, 3) if cpu0 is not None and cpu1 is not None else None
     controller = round(ctl1 - ctl0, 3) if controller_here(session) else None
-    return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1), controller)
+    share = min(1.0, window / (window + warm_s)) if warm_s else 1.0
+    return Window(results, util, window, tomcat_cpu, online, jvm_facts(jvm0, jvm1), controller, share)
 
 
 def _cpu(host: Host, jiffies: list[int]) -> CpuSample:
@@ -304,12 +323,14 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
             nofile: int | None, repetition: int, clients: list[Host], restart_block=None,
             clock: Phases | None = None) -> None:
     results = window.results
+    # the load generator's CPU time over the counted window: its whole run's, pro rata where it warmed
+    # up first (a constant offered rate spends alike throughout)
+    own = [None if r.child_cpu_s is None else round(r.child_cpu_s * window.client_share, 3) for r in results]
     parts = None
     if len(clients) > 1:
         parts = [{"client": c.name, "stdout": r.stdout, "stderr": r.stderr, "exit_status": r.exited,
-                  "client_cpu_s": r.child_cpu_s} for c, r in zip(clients, results)]
-    client_cpu = (sum(r.child_cpu_s or 0 for r in results) if any(r.child_cpu_s is not None for r in results)
-                  else None)
+                  "client_cpu_s": cpu} for c, r, cpu in zip(clients, results, own)]
+    client_cpu = round(sum(c or 0 for c in own), 3) if any(c is not None for c in own) else None
     result = results[0]
     session.recorder.measurement(
         step.name, variant, result.stdout, result.stderr, result.exited, load.text, tool,

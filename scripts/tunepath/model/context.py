@@ -96,8 +96,8 @@ class HostContext:
     server_pin_cpus: tuple[int, ...] = ()   # Tomcat's CPUs (taskset) where server and client share a kernel
     client_pin_cpus: tuple[int, ...] = ()   # … and the load generator's; () runs unpinned
     fixed_cpus: tuple[int, ...] = ()   # CPUs that cannot go offline (no sysfs ``online`` file: CPU 0 on x86)
-    load_warmup_s: int = 0        # wrk2 -W: seconds the measurement's own wrk2 offers the rate before its
-                                  # counted -d window (0: none; a separate warm-up run, if any)
+    load_warmup_s: int = 0        # wrk2 -W: seconds the measurement's wrk2 offers the rate before its counted
+                                  # -d window, where it calibrates (0: none; stock wrk2 calibrates inside -d)
     warmup_window_s: int = 0      # steady-state warm-up: windows this long (0: one warm-up run of warmup_s)
     steady_windows: int = 3       # … until this many windows in a row agree
     steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
@@ -165,9 +165,9 @@ class HostContext:
         return bool(self.warmup_window_s and self.warmup_s)
 
     @property
-    def warm_in_load(self) -> bool:
-        """The measurement's own wrk2 warms Tomcat up (``-W``) before its counted window, at the
-        offered rate: no separate warm-up run, and wrk2's calibration falls inside the warm-up."""
+    def settles(self) -> bool:
+        """The measurement's wrk2 offers the rate for ``load_warmup_s`` (``-W``) before it counts: it
+        calibrates there, on a JVM the warm-up has already warmed, instead of inside the counted run."""
         return bool(self.load_warmup_s) and self.open_loop
 
     @property

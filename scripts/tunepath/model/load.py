@@ -80,12 +80,12 @@ def load_spec(ctx: "HostContext", smoke: bool = False, duration_s: int | None = 
               warmup_s: int | None = None) -> LoadSpec:
     """The path's load for ``ctx``: its load generator, connections, threads, offered rate (open
     loop), counted duration and, where the measurement's wrk2 warms up itself, its ``-W``
-    (``warmup_s`` overrides it: 0 for a warm-up run, :data:`SETTLE_S` on a warm JVM)."""
+    (``warmup_s`` overrides it: 0 for a warm-up run)."""
     if smoke:
         c, t, r, d = ctx.smoke_connections, ctx.smoke_threads, ctx.smoke_rate, ctx.smoke_duration_s
     else:
         c, t, r, d = ctx.connections, ctx.threads, ctx.rate, ctx.duration_s
-    warm = (ctx.load_warmup_s if ctx.warm_in_load and not smoke else 0) if warmup_s is None else warmup_s
+    warm = (ctx.load_warmup_s if ctx.settles and not smoke else 0) if warmup_s is None else warmup_s
     return LoadSpec(tool=ctx.load_generator, url=ctx.url, connections=c, threads=t,
                     duration_s=d if duration_s is None else duration_s, rate=r if ctx.open_loop else None,
                     warmup_s=warm if ctx.open_loop else 0, latency=ctx.latency_flag,
@@ -98,4 +98,4 @@ def warmup_spec(ctx: "HostContext") -> LoadSpec:
     if ctx.steady_state:
         spec = load_spec(ctx, duration_s=ctx.warmup_window_s, warmup_s=0)
         return spec.closed(ctx.probe_with) if ctx.probe_with else spec
-    return load_spec(ctx, duration_s=ctx.load_warmup_s if ctx.warm_in_load else ctx.warmup_s, warmup_s=0)
+    return load_spec(ctx, duration_s=ctx.warmup_s, warmup_s=0)

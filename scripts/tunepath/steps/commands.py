@@ -21,7 +21,7 @@ from tunepath.model.plan import Block
 from tunepath.model.shell import number, path, quote
 
 __all__ = ["ACCESS_LOG_VALVE", "STOCK_CONNECTOR", "thread_connector", "sweep_connector", "element",
-           "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "warm_up", "SETTLE_S", "grub",
+           "access_log_valve_xml", "connector_xml", "start_lines", "restart", "load_blocks", "warm_up", "grub",
            "set_cpus", "offline_all_but", "move_cpus", "set_queues", "VERIFY_COMMANDS", "verify_command",
            "tomcat_path", "java", "nic", "nic_numa_node"]
 
@@ -87,18 +87,8 @@ def restart(ctx: HostContext) -> Block:
                  f"{ctx.pinned('server')}{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
-SETTLE_S = 3      # wrk2 -W on a JVM already warm (a shared round, the rate sweep): calibrates at the new rate
-
-
-def warm_up(ctx: HostContext, shared: bool = False) -> list[Block]:
-    """The JIT warm-up before each measurement: none when the context has no warm-up or the
-    measurement's wrk2 warms up itself (``-W``); ``shared``: once per round, before several
-    variants measure one JVM (the load generators, the proxy)."""
-    if ctx.warm_in_load:
-        if not shared:
-            return []
-        return [Block("warm-up", "client", f"Warm up the JVM once for all the variants: {ctx.load_warmup_s} s at "
-                      "the offered rate (not measured)", warmup_spec(ctx).command())]
+def warm_up(ctx: HostContext) -> list[Block]:
+    """The JIT warm-up before each measurement (none when the context has no warm-up)."""
     if not ctx.warmup_s:
         return []
     if ctx.steady_state:
@@ -113,9 +103,9 @@ def load_blocks(ctx: HostContext, spec: LoadSpec | None = None) -> list[Block]:
     """The warm-up (if any) and the measured load (``spec``: the step's, :meth:`Step.load`)."""
     if not ctx.open_loop:
         title = "Drive the servlet as fast as it answers (closed loop: Debian's wrk has no -R)"
-    elif ctx.warm_in_load:
-        title = (f"Drive the servlet at a constant offered rate: {ctx.load_warmup_s} s of warm-up (-W, not counted), "
-                 f"then the {ctx.duration_s} s that are counted")
+    elif ctx.settles:
+        title = (f"Drive the servlet at a constant offered rate: wrk2 calibrates in its first {ctx.load_warmup_s} s "
+                 f"(-W, not counted), then counts {ctx.duration_s} s")
     else:
         title = "Drive the servlet at a constant offered rate"
     return warm_up(ctx) + [Block("load", "client", title, (spec or load_spec(ctx)).command())]

@@ -37,7 +37,7 @@ from tunepath.model.plan import Block, Variant
 from tunepath.model.shell import number, port, quote
 from tunepath.steps.base import Step
 from tunepath.model.load import load_spec
-from tunepath.steps.commands import SETTLE_S, restart, warm_up
+from tunepath.steps.commands import restart, warm_up
 
 __all__ = ["STEP", "JMETER_PLAN", "JMETER_PLAN_XML", "SIEGE_RC", "siege_rc", "versions"]
 
@@ -113,7 +113,7 @@ class LoadGenerators(Step):
         pin = ctx.pinned("client")
         return [
             Block("load-wrk2", "client", "wrk2: a constant offered rate, latency corrected for coordinated omission",
-                  load_spec(ctx, warmup_s=SETTLE_S if ctx.warm_in_load else 0).with_(
+                  load_spec(ctx).with_(
                       tool=ctx.wrk2, rate=ctx.rate, latency=True, uncorrected=ctx.uncorrected).command(),
                   variant="wrk2"),
             Block("load-wrk", "client", "wrk: as fast as the server answers (closed loop)",
@@ -136,7 +136,7 @@ class LoadGenerators(Step):
                   f"cat {quote(JMETER_REPORT)}/statistics.json",
                   variant="jmeter"),
             restart(ctx),
-            *warm_up(ctx, shared=True),    # one JVM, warmed once per round; each variant then runs its own tool
+            *warm_up(ctx),          # one JVM, warmed once per round (by wrk); each variant then runs its own tool
         ]
 
     # --- live ---------------------------------------------------------------------------

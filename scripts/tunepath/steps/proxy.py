@@ -20,7 +20,7 @@ from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.steps.base import Step
 from tunepath.model.load import load_spec
-from tunepath.steps.commands import SETTLE_S, element, restart, warm_up
+from tunepath.steps.commands import element, restart, warm_up
 
 __all__ = ["STEP", "proxy_files"]
 
@@ -69,13 +69,12 @@ class Proxy(Step):
             conf, workers = proxy_files(mode, ctx)
             blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {PROXY_PORT} "
                                 f"with {MODULE[mode]}", start_command(ctx.httpd_dir, conf, workers), variant=mode))
-        blocks += [restart(ctx), *warm_up(ctx, shared=True)]
+        blocks += [restart(ctx), *warm_up(ctx)]      # one JVM for all four: warmed once per round
         proxied = replace(ctx, port=PROXY_PORT)          # the same load, sent to httpd
-        settle = SETTLE_S if ctx.warm_in_load else None  # one JVM for all four: warmed once per round
         for v in ("direct", *PROXIES):
             target = ctx if v == "direct" else proxied
             blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
-                                load_spec(target, warmup_s=settle).command(), variant=v))
+                                load_spec(target).command(), variant=v))
         return blocks
 
     # --- live ---------------------------------------------------------------------------

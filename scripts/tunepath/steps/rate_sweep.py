@@ -11,7 +11,7 @@ from tunepath.model.shell import number, quote
 from tunepath.publish import formatting as fmt
 from tunepath.steps.base import SweepStep
 from tunepath.model.load import load_spec
-from tunepath.steps.commands import SETTLE_S, restart, warm_up
+from tunepath.steps.commands import restart, warm_up
 
 __all__ = ["STEP", "sweep_command"]
 
@@ -69,7 +69,7 @@ class RateSweep(SweepStep):
                                 f"{ctx.warmup_rate:,} req/s (not measured)",
                                 sweep_command(load_spec(ctx, duration_s=ctx.warmup_s, warmup_s=0)
                                               .with_(rate=ctx.warmup_rate, latency=False, uncorrected=False))))
-        settle = f", after {SETTLE_S} s at that rate (-W, not counted)" if ctx.warm_in_load else ""
+        settle = f", after {ctx.load_warmup_s} s at that rate (-W, not counted)" if ctx.settles else ""
         for v in self.variants_for(ctx):
             rate = self.value(v.name)
             blocks.append(Block(f"load-{v.name}", "client", f"Offer {rate:,} req/s (the same JVM, rates in rising "
@@ -77,9 +77,9 @@ class RateSweep(SweepStep):
         return blocks
 
     def load_at(self, ctx: HostContext, rate: int):
-        """The sweep's load at one offered rate: both latency spectra; on a JVM already warm, wrk2
-        settles for :data:`~tunepath.steps.commands.SETTLE_S` at the new rate before it counts."""
-        return load_spec(ctx, warmup_s=SETTLE_S if ctx.warm_in_load else 0).with_(
+        """The sweep's load at one offered rate: both latency spectra; where wrk2 takes -W it
+        calibrates at the new rate before it counts."""
+        return load_spec(ctx).with_(
             rate=rate, latency=True, uncorrected=True)
 
     # --- live: one JVM through the whole sweep, from one client ------------------------------
