@@ -22,7 +22,9 @@
 4. **Recorded path runs** (:mod:`harness.bench.path`): per complete live run, its wall
    time, measurements and those left out, the median relative half-width of its
    configurations' intervals, and the baseline's key comparison (stock against the
-   thread-count variant), read from the runs through the frames the pages use.
+   thread-count variant), read from the runs through the frames the pages use; where each
+   measurement's time went (phases, wall time per counted second) and how many of the pages'
+   comparisons reach a 95 % verdict.
 5. **Statistics** (:mod:`harness.bench.stats`): a seeded simulation of the stopping rule and
    the tests: detection of a real 5 % difference, false-significant rate, coverage of the
    medians' intervals against the level they state, the thread sweep's family-wise error, and

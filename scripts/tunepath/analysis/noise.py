@@ -257,8 +257,8 @@ def _calibration_flag(report, tool: str | None) -> list[NoiseFlag]:
     if not (short or (per_thread is not None and not _finite(per_thread.avg))):
         return []
     return [_flag("calibration", "latency_p99",
-                  "wrk2's calibration did not complete (it needs about 10 s): its latency "
-                  "histogram covers only part of the run")]
+                  "wrk2's calibration did not complete (stock wrk2 needs about 10 s; with -W it "
+                  "calibrates when the warm-up ends): its latency histogram covers only part of the run")]
 
 
 def _duration_flag(report, command: str, tool: str | None, t: Thresholds) -> list[NoiseFlag]:
