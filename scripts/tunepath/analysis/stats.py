@@ -371,8 +371,8 @@ class StoppingRule:
             return True, f"{rounds} of at least {first} repetitions run so far"
         untested = self.untested(samples, families)
         if self.fixed and rounds >= first and not untested:
-            return False, (f"the {rounds} rounds every comparison needs to be tested at {lvl}, fixed in advance "
-                           "(the data were not looked at to stop)")
+            return False, (f"every comparison can be tested at {lvl} with the values counted ({rounds} or more each; "
+                           "the number fixed in advance, the data not looked at to stop)")
         # the look: the first `first` values of each configuration, whatever came after them
         at_look = (self._wide({name: values[:first] for name, values in samples.items()})
                    if rounds >= first and not self.fixed else [])
