@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.live.putback import put_back
+from tunepath.live.putback import RECONNECT_S, put_back
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
 from tunepath.steps import REGISTRY
@@ -165,11 +165,12 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
 
 
 class HeldInterrupts:
-    """Ctrl-C while the run puts the server back: the first is held until that is done (a
-    half-restored server is worse than a late exit); a second one stops at once."""
+    """Ctrl-C while the run puts the server back: it is held until that is done (a half-restored
+    server is worse than a late exit), and each one says so and how long it may take; only a
+    third one stops at once."""
 
     def __init__(self):
-        self.pending, self.previous = False, None
+        self.pending, self.previous, self.presses, self.since = False, None, 0, 0.0
 
     def hold(self) -> None:
         if self.previous is not None or threading.current_thread() is not threading.main_thread():
@@ -180,18 +181,23 @@ class HeldInterrupts:
     def _held(self, signum, frame) -> None:
         from tunepath.live.session import progress
 
-        if self.pending:
+        self.presses += 1
+        if self.presses >= 3:
             raise KeyboardInterrupt
-        self.pending = True
-        progress("interrupt: the server is being put back; the run stops once that is done (Ctrl-C again "
-                 "stops now: then run `tunepath restore --force`)")
+        if not self.pending:
+            self.pending, self.since = True, time.monotonic()
+        left = max(0, RECONNECT_S + 30 - (time.monotonic() - self.since))
+        progress(f"interrupt: the server is being put back; the run stops once that is done (at most about "
+                 f"{left:.0f} s more, where the server must be reached again)" +
+                 (" — Ctrl-C once more stops now, and leaves the server for `tunepath restore --force`"
+                  if self.presses == 2 else ""))
 
     def release(self, raise_pending: bool = True) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
             self.previous = None
         if self.pending and raise_pending:
-            self.pending = False
+            self.pending, self.presses = False, 0
             raise KeyboardInterrupt
 
 

@@ -174,7 +174,7 @@ def relative(path: Path, base: Path) -> str:
 
 
 def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict | None = None,
-                         preloaded=None):
+                         preloaded=None, started: list[int] | None = None):
     """A kernel manager whose kernel writes its stderr to ``log_path``, not the terminal.
 
     ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
@@ -183,7 +183,8 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
     process's directory, which notebooks executing side by side in threads must not do),
     with ``env`` added to this process's environment. With ``preloaded`` (a
     :class:`tunepath.publish.kernels.Preloaded`) the kernel is forked from the build's
-    preloading process where it can be.
+    preloading process where it can be. The pid of each kernel it starts is appended to
+    ``started`` (:func:`execute` interrupts it on a Ctrl-C).
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -202,11 +203,14 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
         async def _async_launch_kernel(self, kernel_cmd, **kw):   # jupyter_client's hook for this
             forked = preloaded.fork(kernel_cmd, kw, log_path) if preloaded is not None else None
             if forked is None:
-                return await super()._async_launch_kernel(kernel_cmd, **kw)
-            provisioner = self.provisioner
-            provisioner.process, provisioner.pid, provisioner.pgid = forked, forked.pid, forked.pid
-            provisioner.cwd = kw.get("cwd")
-            self._reconcile_connection_info(provisioner.connection_info)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+            else:
+                provisioner = self.provisioner
+                provisioner.process, provisioner.pid, provisioner.pgid = forked, forked.pid, forked.pid
+                provisioner.cwd = kw.get("cwd")
+                self._reconcile_connection_info(provisioner.connection_info)
+            if started is not None and getattr(self.provisioner, "pid", None):
+                started.append(self.provisioner.pid)
 
     return QuietKernelManager
 
@@ -244,7 +248,79 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     write the executed notebook after every cell (a live run, so an interrupted one keeps
     what ran), not only at the end and on failure (the replay build). ``preloaded``: fork
     the kernel from the replay build's preloading process (:mod:`tunepath.publish.kernels`).
-    Safe to call from several threads at once."""
+    Safe to call from several threads at once.
+
+    Called in the main thread, Papermill runs in a thread of its own, so that a Ctrl-C reaches
+    this process at once (nbclient, in the main thread, would take SIGINT for itself and only ask
+    the busy kernel to shut down): the Ctrl-C is passed on to the kernel, which stops its cell and
+    puts back what the cell changed (a live step's guard restores the server), and is raised here
+    once the kernel's cell has ended, or after :data:`INTERRUPT_GRACE_S` seconds. A Ctrl-C
+    meanwhile says so and waits on; a third one stops waiting."""
+    if Path(source).is_file() and threading.current_thread() is threading.main_thread():
+        kernels: list[int] = []
+        return _interruptible(lambda: _execute(source, output, params, log_path=log_path, what=what, echo=echo,
+                                               env=env, save_cells=save_cells, preloaded=preloaded,
+                                               started=kernels), kernels, what)
+    return _execute(source, output, params, log_path=log_path, what=what, echo=echo, env=env,
+                    save_cells=save_cells, preloaded=preloaded)
+
+
+INTERRUPT_GRACE_S = 60.0   # how long a Ctrl-C waits for the interrupted kernel's cell to end
+
+
+def _interruptible(run, kernels: list[int], what: str):
+    """``run()`` in a worker thread; a Ctrl-C in the main thread interrupts ``kernels``."""
+    import signal
+    import time
+
+    box: dict = {}
+    done = threading.Event()     # not Thread.join: a join that a Ctrl-C interrupts can leave is_alive() False
+
+    def work() -> None:
+        try:
+            box["result"] = run()
+        except BaseException as exc:      # handed to the main thread as it was raised
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name=f"papermill {what}", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        signalled: set[int] = set()
+
+        def interrupt() -> None:      # a kernel that starts after the Ctrl-C is interrupted too
+            for pid in set(kernels) - signalled:
+                signalled.add(pid)
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+        deadline, presses = time.monotonic() + INTERRUPT_GRACE_S, 1
+        print(f"interrupt: {what} stops and puts back what it changed (at most {INTERRUPT_GRACE_S:.0f} s)",
+              file=sys.stderr, flush=True)
+        while not done.is_set() and time.monotonic() < deadline:
+            interrupt()
+            try:
+                done.wait(0.1)
+            except KeyboardInterrupt:
+                presses += 1
+                if presses >= 3:
+                    break
+                print(f"interrupt: {what} is still putting back what it changed (at most "
+                      f"{max(0.0, deadline - time.monotonic()):.0f} s more; Ctrl-C once more stops waiting)",
+                      file=sys.stderr, flush=True)
+        raise KeyboardInterrupt from None
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool,
+             env: dict | None, save_cells: bool, preloaded, started: list[int] | None = None) -> Path:
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -254,7 +330,7 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     manager = quiet_kernel_manager(str(log_path), cwd=str(Path(source).parent.resolve()), env=env,
-                                   preloaded=preloaded)
+                                   preloaded=preloaded, started=started)
     try:
         with quiet_papermill():
             papermill.execute_notebook(str(Path(source).resolve()), str(Path(output).resolve()), parameters=params,

@@ -1,0 +1,117 @@
+"""Ctrl-C while a notebook executes (a live step, a build): it reaches the controller at once, is
+passed on to the notebook's kernel, and the controller waits for the kernel to put back what its
+cell changed before it stops; a Ctrl-C while the run puts the server back is held, and says so.
+
+The "kernel" here is a small Python process that, like a live step's guard, takes SIGINT, spends a
+moment putting things back, writes what it did and exits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tunepath.errors import TunepathError
+from tunepath.live.runner import HeldInterrupts
+from tunepath.publish import notebooks
+
+pytestmark = pytest.mark.fast
+
+KERNEL = """
+import signal, sys, time
+out = sys.argv[1]
+def restore(*_):
+    time.sleep(0.5)                     # putting the server back takes a moment
+    open(out, "w").write("restored")
+    sys.exit(1)
+signal.signal(signal.SIGINT, restore)
+open(out + ".ready", "w").write("")
+time.sleep(60)
+"""
+
+
+def _sigint_when(path: str) -> threading.Thread:
+    """SIGINT to this process (as a Ctrl-C in its terminal) once ``path`` exists."""
+    def press():
+        deadline = time.monotonic() + 20
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+    t = threading.Thread(target=press, daemon=True)
+    t.start()
+    return t
+
+
+def test_ctrl_c_is_passed_to_the_kernel_and_waits_for_its_restore(tmp_path):
+    out = str(tmp_path / "kernel.out")
+    kernels: list[int] = []
+
+    def run():
+        kernel = subprocess.Popen([sys.executable, "-c", KERNEL, out], start_new_session=True)  # as Jupyter does
+        kernels.append(kernel.pid)
+        if kernel.wait() != 0:
+            raise TunepathError("step 'baseline': the cell failed: KeyboardInterrupt")
+        return "finished"
+
+    _sigint_when(out + ".ready")
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        notebooks._interruptible(run, kernels, "step 'baseline'")
+    assert open(out).read() == "restored"          # the kernel got the Ctrl-C and ended its restore first
+    assert time.monotonic() - t0 < 15              # not the kernel's 60 s sleep
+
+
+def test_without_ctrl_c_the_result_and_errors_pass_through(tmp_path):
+    assert notebooks._interruptible(lambda: "done", [], "step 'x'") == "done"
+
+    def fail():
+        raise TunepathError("step 'x': notebook failed in cell 3")
+    with pytest.raises(TunepathError, match="cell 3"):
+        notebooks._interruptible(fail, [], "step 'x'")
+
+
+def test_a_kernel_started_after_the_ctrl_c_is_interrupted_too(tmp_path):
+    out = str(tmp_path / "late.out")
+    kernels: list[int] = []
+    pressed = tmp_path / "pressed"
+
+    def run():
+        open(pressed, "w").close()     # the Ctrl-C comes now, while the kernel is still starting
+        time.sleep(1.0)
+        kernel = subprocess.Popen([sys.executable, "-c", KERNEL, out], start_new_session=True)
+        kernels.append(kernel.pid)
+        ended.append(kernel.wait())
+
+    ended: list[int] = []
+    _sigint_when(str(pressed))
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        notebooks._interruptible(run, kernels, "step 'x'")
+    # interrupted while it starts (its default SIGINT) or once running (its restore): it ends either way
+    assert ended and ended[0] in (1, -signal.SIGINT) and time.monotonic() - t0 < 15
+
+
+def test_ctrl_c_during_the_restore_is_held_and_says_so(capsys):
+    held = HeldInterrupts()
+    held.hold()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)        # held: the restore goes on
+        os.kill(os.getpid(), signal.SIGINT)        # held again, with how to stop now
+        said = capsys.readouterr()
+        words = said.out + said.err
+        assert words.count("the server is being put back") == 2
+        assert "at most about" in words and "once more stops now" in words
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)    # a third stops at once
+    finally:
+        held.release(raise_pending=False)
+    with pytest.raises(KeyboardInterrupt):        # the held Ctrl-C is raised once the restore is done
+        held2 = HeldInterrupts()
+        held2.hold()
+        os.kill(os.getpid(), signal.SIGINT)
+        held2.release()
