@@ -89,7 +89,7 @@ def measurable(step, session: Session, blocked: dict[str, str]) -> list[str]:
     blocks = step.plan(session.ctx)
     for variant in step.variants_for(session.ctx):
         needs = step.disruptive_needs.get(variant.name, ())
-        missing = [f"{b}: {blocked[b]}" for b in needs if b in blocked]
+        missing = [blocked[b] if b == variant.name else f"{b}: {blocked[b]}" for b in needs if b in blocked]
         missing += step.skip_reasons(session, variant)
         if variant.requires_java > (java or 0):
             missing.append(f"needs Java {variant.requires_java} or later; the server runs Java {java} "

@@ -76,6 +76,12 @@ class Skipped:
             out["commands"] = list(self.commands)
         return out
 
+    def reader_reason(self) -> str:
+        """The reason as a page shows it after the variant's name: without the name again in front
+        (older runs named the block that did not run, which is often named like its variant)."""
+        named = f"{self.variant}: "
+        return self.reason[len(named):] if self.reason.startswith(named) else self.reason
+
 
 @dataclass(frozen=True)
 class Repetitions:

@@ -141,7 +141,7 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
         "bindings": bindings_entry(run),
         "verification": verification_entries(run, step),
         "verification_commands": reader_verification_commands(run, definition),
-        "skipped": [s.to_data() for s in run.skipped if s.step == step],
+        "skipped": [{**s.to_data(), "reason": s.reader_reason()} for s in run.skipped if s.step == step],
         "repetitions_info": run.info.repetitions[step].to_data() if step in run.info.repetitions else None,
         "precision": precision_entries(run, definition, rows),
         "placement": placement_entry(run),
