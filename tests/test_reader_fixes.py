@@ -92,3 +92,18 @@ def test_prose_agrees_with_how_the_steps_run():
         assert not re.search(r"[Bb]efore each variant,[^.]*restart", text), step.name
     assert "LUAJIT must be bundled or system" in PATCH.read_text(encoding="utf-8")
     assert "cannot be built on an Arm" not in (pages / "load-generators.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.fast
+def test_the_reference_runs_credit_the_original_path_by_name():
+    """The published outputs are another path's work: their records and the landing page name that
+    path and its authors (as its front matter gives them)."""
+    import json
+
+    authors = ("Ying Yu", "Ker Liu", "Rui Chang")
+    for run in ("reference-aws-c8g", "reference-grace"):
+        source = json.loads((ROOT / "runs" / run / "run.json").read_text(encoding="utf-8"))["source"]
+        assert "Tune network workloads on Arm-based bare-metal instances" in source and all(a in source for a in authors), run
+    landing = (ROOT / "content/learning-paths/servers-and-cloud-computing/tomcat-tuning/_index.md").read_text(encoding="utf-8")
+    assert "tune-network-workloads-on-bare-metal" in landing and all(a in landing for a in authors)
+    assert "Brittain" in landing and "Darwin" in landing
