@@ -1,6 +1,7 @@
 """The fault-injection harness (scripts/faults, ``python -m harness.faults``) on the namespace lab.
 
-One trial per fault kind on a lab of its own, with the short NIC-queue step (its queue change
+One trial per fault kind (a SIGINT to the controller's process group and one to `tunepath run` alone,
+a SIGKILL, the server's sshd, its link) on a lab of its own, with the short NIC-queue step (its queue change
 lands a few seconds into the run) and no calibration run (``--delay-max``), so the whole harness
 takes about two minutes. It must leave no host modified, its counts must add up, and it must
 leave nothing behind: no lab, CPU 1 online, no huge pages. The harness takes
@@ -23,7 +24,7 @@ from test_lab_runs import need_lab_parts
 
 pytestmark = pytest.mark.system
 
-KINDS = ("sigint", "sigkill", "sshd", "link")
+KINDS = ("sigint-pgrp", "sigint-runner", "sigkill", "sshd", "link")
 
 
 def test_the_harness_leaves_no_host_modified(tmp_path):
@@ -49,7 +50,9 @@ def test_the_harness_leaves_no_host_modified(tmp_path):
     assert total["modified"] == 0
     sigkill = next(t for t in trials if t["kind"] == "sigkill")
     assert sigkill["outcome"] == "restored by one tunepath restore" and sigkill["differences"]  # nothing ran after it
-    assert "| all | 4 | 4 |" in r.stdout
+    assert f"| all | {len(KINDS)} | {len(KINDS)} |" in r.stdout
+    for t in (t for t in trials if t["kind"].startswith("sigint")):    # a Ctrl-C ends the run: recorded, timed
+        assert t["exit_status"] == 130 and not t["hung"] and t["to_exit_s"] is not None, t
     assert not (tmp_path / "lab" / "state.json").exists()                  # the lab is down
     assert (Path("/sys/devices/system/cpu/online").read_text(), Path("/proc/sys/vm/nr_hugepages").read_text()) == (
         cpus, hugepages)

@@ -23,7 +23,7 @@ from harness.faults.vm import GUEST_LAYOUT, VmGuest
 
 pytestmark = pytest.mark.fast
 
-KINDS = ("sigint", "sigkill", "sshd", "link")
+KINDS = ("sigint-pgrp", "sigint-runner", "sigkill", "sshd", "link")
 RESULTS = ROOT / "docs" / "faults" / "results-2026-11-23.json"
 
 
@@ -48,8 +48,10 @@ def test_differences_name_each_changed_part_once():
 
 
 def _server_trials() -> list[Trial]:
-    return [Trial("sigint", 1, 1, 0.5, steps="nic-queues", changed_at_fault=["queues: …"], duration_s=20),
-            Trial("sigint", 2, 2, 0.5, steps="nic-queues", differences=["lock: False → True"], duration_s=30),
+    return [Trial("sigint-pgrp", 1, 1, 0.5, steps="nic-queues", changed_at_fault=["queues: …"], duration_s=20,
+                  to_exit_s=3.0),
+            Trial("sigint-pgrp", 2, 2, 0.5, steps="nic-queues", differences=["lock: False → True"], duration_s=30,
+                  to_exit_s=8.0),
             Trial("sigkill", 1, 3, 0.5, steps="nic-queues", differences=["x"], left=["cpus_online: 0-1 → 0"]),
             Trial("sigkill", 2, 4, 0.5, steps="nic-queues", late=["tomcat: running (pids 5)"], hung=True)]
 
@@ -64,8 +66,9 @@ def test_outcomes_and_the_table_add_up():
     table = render(trials, SERVER_LAYOUT)
     assert table.splitlines()[0] == ("| fault | trials | fault during an applied change | restored automatically | "
                                      "restored by one `tunepath restore` | hosts left modified | "
-                                     "time per trial (median) |")
-    assert "| SIGINT to the controller | 2 | 1 | 1 | 1 | 0 | 25 s |" in table
+                                     "signal to exit (median) | signal to exit (max) | time per trial (median) |")
+    assert "| SIGINT to the controller's process group | 2 | 1 | 1 | 1 | 0 | 5.5 s | 8.0 s | 25 s |" in table
+    assert "| SIGKILL to the controller | 2 | 0 | 0 | 0 | 2 | – | – |" in table      # a SIGKILL is not timed
     assert "sigkill 1: left modified: cpus_online: 0-1 → 0" in table
     assert "sigkill 2: left modified (the run hung and was killed): tomcat: running (pids 5)" in table
 
@@ -96,7 +99,9 @@ def test_a_recorded_results_file_is_written_again_as_it_was(tmp_path):
         header = {k: v for k, v in data.items() if k not in ("trials", "summary")}
         write_results(tmp_path / name, header, load_trials(path), layout)
         again = json.loads((tmp_path / name).read_text(encoding="utf-8"))
-        assert again["trials"] == data["trials"] and again["summary"] == data["summary"], name
+        # fields added since (a SIGINT's time to exit) are new keys; every recorded one is written as it was
+        same = lambda new, old: [{k: n[k] for k in o} for n, o in zip(new, old)] == old    # noqa: E731
+        assert same(again["trials"], data["trials"]) and same(again["summary"], data["summary"]), name
 
 
 def test_server_plans_are_seeded_and_take_turns():
@@ -111,17 +116,17 @@ def test_server_plans_are_seeded_and_take_turns():
 
 
 def test_options_take_the_targets_defaults():
-    server = cli.parse(["--trials", "3", "--kinds", "sigint,link", "--steps", "nic-queues"])
+    server = cli.parse(["--trials", "3", "--kinds", "sigint-runner,link", "--steps", "nic-queues"])
     assert isinstance(server.target, LabServer) and server.target.step_sets == ("nic-queues",)
     c = server.config
     assert (c.trials, c.kinds, c.prefix, c.out.name, c.directory.name) == (
-        3, ("sigint", "link"), "tpflt", "faults.json", "faults-lab")
+        3, ("sigint-runner", "link"), "tpflt", "faults.json", "faults-lab")
     vm = cli.parse(["--vm"])
     assert isinstance(vm.target, VmGuest)
     assert (vm.config.trials, vm.config.kinds, vm.config.prefix, vm.config.out.name) == (
         2, ("grub", "dropin", "rebootwait", "controller"), "tpvmf", "faults-vm.json")
     assert vm.config.command == "scripts/faults --vm"
-    for wrong in (["--kinds", "grub"], ["--vm", "--kinds", "sigint"], ["--trials", "0"], ["--steps", ";"],
+    for wrong in (["--kinds", "grub"], ["--kinds", "sigint"], ["--vm", "--kinds", "sigint-pgrp"], ["--trials", "0"], ["--steps", ";"],
                   ["--vm", "--delay-max", "3"], ["--only", "sigint:x"]):
         with pytest.raises(SystemExit):
             cli.parse(wrong)

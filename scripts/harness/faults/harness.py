@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ROOT
-from harness.faults.probe import Controller, machine_state, put_machine_back, say
+from harness.faults.probe import SIGINTS, Controller, machine_state, put_machine_back, say
 from harness.faults.report import Plan, Trial, duration, load_trials, write_results
 from harness.faults.target import Target
 from tunepath.errors import TunepathError
@@ -133,8 +133,11 @@ class Harness:
             time.sleep(max(0.0, trigger + plan.delay_s - time.monotonic()))
             self.target.stop_watch()
             t.fault_at_s, t.last_line = round(time.monotonic() - self.trial_t0, 2), ctl.last_line()
+            fault = time.monotonic()
             self.target.inject(self, plan, t, ctl)
         t.exit_status, t.hung = ctl.finish(self.target.run_limit_s)
+        if trigger is not None and t.injected and plan.kind in SIGINTS:
+            t.to_exit_s = round(time.monotonic() - fault, 2)
         t.kernels_left = ctl.end_kernels()
         t.final_line = ctl.last_line()
         self.controller = None

@@ -230,9 +230,13 @@ class Controller:
             if ppid == self.proc.pid and b"ipykernel" in cmd:
                 self.kernels.add(pid)
 
-    def signal(self, sig: int) -> None:
+    def signal(self, sig: int, group: bool = True) -> None:
+        """``sig`` to the controller's process group (a Ctrl-C in its terminal), or to its process alone."""
         try:
-            os.killpg(self.proc.pid, sig)
+            if group:
+                os.killpg(self.proc.pid, sig)
+            else:
+                os.kill(self.proc.pid, sig)
         except ProcessLookupError:
             pass
 
@@ -269,11 +273,14 @@ class Controller:
         return len(left)
 
 
+SIGINTS = ("sigint", "sigint-pgrp", "sigint-runner")   # sigint is sigint-pgrp's older name
+
+
 def inject(kind: str, lab, ctl: Controller, outage: float) -> float | None:
     """One fault; returns how long the sshd or the link was down."""
     ctl.remember_kernels()
-    if kind in ("sigint", "sigkill"):
-        ctl.signal(signal.SIGINT if kind == "sigint" else signal.SIGKILL)
+    if kind in SIGINTS or kind == "sigkill":
+        ctl.signal(signal.SIGKILL if kind == "sigkill" else signal.SIGINT, group=kind != "sigint-runner")
         return None
     if kind == "sshd":
         lab.kill_sshd("server")

@@ -41,7 +41,8 @@ class Plan:
 class Trial:
     """One fault injected into one applied run, and what came of it."""
 
-    kind: str                      # server: sigint, sigkill, sshd, link; VM: grub, dropin, rebootwait, controller
+    kind: str                      # server: sigint, sigint-pgrp, sigint-runner, sigkill, sshd, link; VM: grub,
+                                   # dropin, rebootwait, controller
     index: int                     # 1… within its kind
     seed: int                      # the trial's own seed (derived from the harness's)
     delay_s: float                 # after the trigger, how long the harness waited
@@ -50,6 +51,7 @@ class Trial:
     outage_s: float | None = None  # sshd down / link down for this long (server: sshd, link)
     injected: bool = False         # the trigger came and the fault was injected
     fault_at_s: float | None = None        # since the run started
+    to_exit_s: float | None = None         # a SIGINT's trial: from the signal until the run had exited
     phase: str = ""                # VM: what the guest was doing (its last console line)
     changed_at_fault: list[str] = field(default_factory=list)   # server: what differed from "before" then
     last_line: str = ""            # what the run had printed last when the fault came
@@ -115,6 +117,8 @@ class Summary:
     boot_median_s: float | None
     median_s: float
     hung: int
+    exit_median_s: float | None = None     # SIGINT trials: signal to exit, median …
+    exit_max_s: float | None = None        # … and the longest
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ class Column:
 
     header: str
     field: str
-    unit: str = ""                 # "": as it is; "s": whole seconds; "min": minutes, one decimal
+    unit: str = ""                 # "": as it is; "s": whole seconds; "s.1": seconds, one decimal; "min": minutes
 
     def cell(self, row: Summary) -> str:
         value = getattr(row, self.field)
@@ -131,6 +135,8 @@ class Column:
             return "–"
         if self.unit == "s":
             return f"{value:.0f} s"
+        if self.unit == "s.1":
+            return f"{value:.1f} s"
         return f"{value / 60:.1f} min" if self.unit == "min" else str(value)
 
 
@@ -143,18 +149,21 @@ class Layout:
     columns: tuple[Column, ...]
     trial_fields: tuple[str, ...]
     summary_fields: tuple[str, ...]
+    retired: tuple[str, ...] = ()  # kinds that no longer run, labelled in older results files
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        return tuple(self.labels)
+        return tuple(k for k in self.labels if k not in self.retired)
 
 
 def _row(label: str, trials: list[Trial]) -> Summary:
     count = lambda outcome: sum(t.outcome == outcome for t in trials)    # noqa: E731
     boots = [t.boot_s for t in trials if t.boot_s is not None]
+    exits = [t.to_exit_s for t in trials if t.to_exit_s is not None]
     return Summary(label, len(trials), sum(t.landed for t in trials), sum(t.injected for t in trials), count(AUTO),
                    count(RESTORE), count(MODIFIED), count(UNBOOTABLE), statistics.median(boots) if boots else None,
-                   statistics.median(t.duration_s for t in trials) if trials else 0.0, sum(t.hung for t in trials))
+                   statistics.median(t.duration_s for t in trials) if trials else 0.0, sum(t.hung for t in trials),
+                   round(statistics.median(exits), 1) if exits else None, round(max(exits), 1) if exits else None)
 
 
 def summary_rows(trials: list[Trial], labels: dict[str, str]) -> list[Summary]:

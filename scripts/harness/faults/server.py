@@ -1,6 +1,6 @@
 """The namespace lab's server as a fault target (``scripts/faults``): :class:`LabServer`.
 
-``scripts/faults [--trials N] [--kinds sigint,sigkill,sshd,link] [--prefix P] [--dir D] [--seed S]
+``scripts/faults [--trials N] [--kinds sigint-pgrp,sigint-runner,sigkill,sshd,link] [--prefix P] [--dir D] [--seed S]
 [--out FILE] [--steps SETS] [--delay-max S] [--keep-lab] [--keep-runs]`` brings a lab up (``tunepath
 lab``; prefix ``tpflt``, directory ``build/faults-lab``), installs Tomcat on its server once, records
 the server's state (:class:`harness.faults.state.ServerState`: eth0's queue counts, online CPUs, huge
@@ -12,8 +12,10 @@ time within 80 % of the span the calibration run stayed changed (seeded per tria
 ``--delay-max`` seconds, which skips the calibration), and injects one fault (the step sets take
 turns too, see ``STEP_SETS``):
 
-- ``sigint``: SIGINT to the controller's process group (a Ctrl-C in its terminal);
-- ``sigkill``: SIGKILL to it;
+- ``sigint-pgrp``: SIGINT to the controller's process group (a Ctrl-C in its terminal; older results
+  call it ``sigint``);
+- ``sigint-runner``: SIGINT to ``tunepath run`` alone (a ``kill -INT`` of its pid);
+- ``sigkill``: SIGKILL to the process group;
 - ``sshd``: the server's sshd killed, listener and sessions, then started again a few seconds later
   (an operator bringing it back);
 - ``link``: the server's eth0 set down, then up again a few seconds later.
@@ -50,15 +52,19 @@ CHANGE_WAIT_S = 240        # how long a run may take to make its first host chan
 OUTAGE_S = (2.0, 8.0)      # sshd down / link down for this long (uniform, seeded)
 
 SERVER_LAYOUT = Layout(
-    labels={"sigint": "SIGINT to the controller", "sigkill": "SIGKILL to the controller",
-            "sshd": "server's sshd killed, restarted", "link": "server's link down, then up"},
+    labels={"sigint-pgrp": "SIGINT to the controller's process group", "sigint-runner": "SIGINT to `tunepath run` alone",
+            "sigkill": "SIGKILL to the controller", "sshd": "server's sshd killed, restarted",
+            "link": "server's link down, then up", "sigint": "SIGINT to the controller"},
     columns=(Column("fault", "kind"), Column("trials", "trials"), Column("fault during an applied change", "landed"),
              Column("restored automatically", "auto"), Column("restored by one `tunepath restore`", "by_restore"),
-             Column("hosts left modified", "modified"), Column("time per trial (median)", "median_s", "s")),
-    trial_fields=("kind", "index", "steps", "seed", "delay_s", "outage_s", "fault_at_s", "changed_at_fault",
+             Column("hosts left modified", "modified"), Column("signal to exit (median)", "exit_median_s", "s.1"),
+             Column("signal to exit (max)", "exit_max_s", "s.1"), Column("time per trial (median)", "median_s", "s")),
+    trial_fields=("kind", "index", "steps", "seed", "delay_s", "outage_s", "fault_at_s", "to_exit_s", "changed_at_fault",
                   "last_line", "final_line", "exit_status", "hung", "kernels_left", "differences", "restore_output",
                   "left", "late", "outcome", "duration_s", "note", "landed"),
-    summary_fields=("kind", "trials", "landed", "auto", "by_restore", "modified", "median_s", "hung"))
+    summary_fields=("kind", "trials", "landed", "auto", "by_restore", "modified", "median_s", "hung", "exit_median_s",
+                    "exit_max_s"),
+    retired=("sigint",))
 
 
 @dataclass
