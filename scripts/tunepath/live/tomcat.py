@@ -285,15 +285,3 @@ class Tomcat:
             fields = lines[3].rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / int(lines[4])
         return pid, cpu, jiffies, lines[5].strip()
-
-    def cpu_seconds(self, pid: int | None = None) -> float | None:
-        """User + system CPU time of the running JVM (``pid``, if known), from /proc."""
-        pid = pid or self.pid()
-        if not pid:
-            return None
-        r = self.host.run(f"cat /proc/{pid}/stat; getconf CLK_TCK", check=False, timeout=15)
-        lines = r.stdout.strip().splitlines()
-        if len(lines) < 2:
-            return None
-        fields = lines[0].rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / int(lines[1])
