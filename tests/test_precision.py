@@ -210,7 +210,8 @@ def rendered(doc, tmp_path_factory):
 
 
 def cells(html: str) -> dict[tuple[str, str], str]:
-    return {(v, f): t for v, f, t in re.findall(
+    """Each shown figure, its non-breaking spaces (which keep a "%" with its number) read as spaces."""
+    return {(v, f): t.replace("\xa0", " ") for v, f, t in re.findall(
         r'<span class="precision-figure" data-variant="([^"]+)" data-field="([^"]+)">([^<]*)</span>', html)}
 
 

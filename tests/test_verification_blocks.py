@@ -28,7 +28,8 @@ from tunepath.publish.verification import (java_condition, kernel_cmdline_entry,
 pytestmark = pytest.mark.fast
 
 STORE = RunStore(ROOT / "runs")
-LAB = "live-20261124-081847-vm"                  # the lab run: dry-run IOMMU blocks, dmesg unreadable
+LAB = "live-20261202-070808-vm"                  # the lab run on the pages: dry-run IOMMU blocks, numactl missing
+EMPTY_DMESG = "live-20261124-081847-vm"          # superseded: its lab's dmesg printed nothing
 VM = "live-20261124-135634-tunepath-vm"          # the emulated server: every block applied, two reboots
 LOOPBACK = "live-20261122-075337-vm"             # superseded: Tomcat on Java 25, version.sh found 17
 FIRECRACKER = ("mitigations=auto console=ttyS0 quiet iommu.strict=1 rdinit=/process_api -- "
@@ -122,7 +123,7 @@ def test_other_outputs_are_cut_to_their_first_lines_only_when_long():
 # --- verification entries ----------------------------------------------------------------------
 def test_a_check_with_no_output_says_whether_it_ran_printed_nothing_failed_or_was_skipped():
     run = STORE.load(LAB)
-    dmesg = verification_entries(run, "baseline")["dmesg-iommu"]
+    dmesg = verification_entries(STORE.load(EMPTY_DMESG), "baseline")["dmesg-iommu"]
     assert dmesg["status"] == "empty" and dmesg["reason"] == "the command printed nothing" and dmesg["output"] == ""
     numa = verification_entries(run, "numa")
     assert numa["numactl-h"]["status"] == "failed" and "numactl: command not found" in numa["numactl-h"]["output"]
@@ -186,16 +187,18 @@ def test_no_lscpu_flags_or_init_arguments_outside_a_collapsed_block(built_site):
 
 
 @pytest.mark.docs
-def test_every_check_without_output_says_what_became_of_it(built_site):
+def test_every_check_without_output_says_what_became_of_it(injected_site):
     """Skipped: "Skipped" and why, no output; ran and printed nothing: says so, never "Skipped";
-    failed: says so, then what it printed."""
-    data = {p.stem: json.loads(p.read_text()) for p in (built_site.site_dir / "data" / "steps").glob("*.json")}
+    failed: says so, then what it printed. (The injected site: the runs on the pages printed no empty
+    output, so the IOMMU step's lab run shows a superseded lab run's empty dmesg.)"""
+    lp = injected_site
+    data = {p.stem: json.loads(p.read_text()) for p in (lp.parents[3] / "data" / "steps").glob("*.json")}
     checks = [(step, r["run_id"], name, v) for step, d in data.items() for r in d["runs"]
               for name, v in (r.get("verification") or {}).items() if v.get("status") != "recorded"]
     assert {v["status"] for *_, v in checks} >= {"empty", "failed"}, "dmesg printed nothing, numactl was missing"
     seen = set()
     for step, run_id, name, v in checks:
-        soup = BeautifulSoup(built_site.page(step).read_text(encoding="utf-8"), "html.parser")
+        soup = BeautifulSoup((lp / step / "index.html").read_text(encoding="utf-8"), "html.parser")
         for block in soup.select(f'div.verification[data-name="{name}"] div.verification-run[data-run="{run_id}"]'):
             seen.add(v["status"])
             note = block.select_one(f"p.verification-{v['status']}").get_text(" ")
@@ -251,8 +254,8 @@ def test_each_sources_hardware_is_said_once_and_no_internal_words(built_site):
 def injected_site(built_site, tmp_path_factory):
     """The built site's sources with step data the recorded pages do not show: the superseded
     loopback run's checks (the IOMMU change skipped, version.sh on another JVM) in place of the lab
-    run's, a check no run recorded, and a run that skipped twelve rates for one reason; rebuilt
-    with Hugo."""
+    run's, the superseded lab run's empty dmesg on the IOMMU page, a check no run recorded, and a run
+    that skipped twelve rates for one reason; rebuilt with Hugo."""
     import shutil
 
     from tunepath.publish.build import run_hugo
@@ -266,6 +269,10 @@ def injected_site(built_site, tmp_path_factory):
         run = next(r for r in doc["runs"] if r["run_id"] == LAB)
         run["verification"] = verification_entries(old, step)
         (steps / f"{step}.json").write_text(json.dumps(doc))
+    doc = json.loads((steps / "iommu.json").read_text())     # a check that ran and printed nothing
+    run = next(r for r in doc["runs"] if r["run_id"] == LAB)
+    run["verification"]["dmesg-iommu"] = verification_entries(STORE.load(EMPTY_DMESG), "iommu")["dmesg-iommu"]
+    (steps / "iommu.json").write_text(json.dumps(doc))
     doc = json.loads((steps / "nic-queues.json").read_text())
     for run in doc["runs"]:                               # a check no run recorded
         run["verification"].pop("ethtool-l", None)
