@@ -14,6 +14,7 @@ alike), and :func:`execute` the only place Papermill is called.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -256,13 +257,12 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     puts back what the cell changed (a live step's guard restores the server), and is raised here
     once the kernel's cell has ended, or after :data:`INTERRUPT_GRACE_S` seconds. A Ctrl-C
     meanwhile says so and waits on; a third one stops waiting."""
+    call = functools.partial(_execute, source, output, params, log_path=log_path, what=what, echo=echo, env=env,
+                             save_cells=save_cells, preloaded=preloaded)
     if Path(source).is_file() and threading.current_thread() is threading.main_thread():
         kernels: list[int] = []
-        return _interruptible(lambda: _execute(source, output, params, log_path=log_path, what=what, echo=echo,
-                                               env=env, save_cells=save_cells, preloaded=preloaded,
-                                               started=kernels), kernels, what)
-    return _execute(source, output, params, log_path=log_path, what=what, echo=echo, env=env,
-                    save_cells=save_cells, preloaded=preloaded)
+        return _interruptible(functools.partial(call, started=kernels), kernels, what)
+    return call()
 
 
 INTERRUPT_GRACE_S = 60.0   # how long a Ctrl-C waits for the interrupted kernel's cell to end
