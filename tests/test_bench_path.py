@@ -69,13 +69,13 @@ def test_recorded_phases_are_taken_as_recorded(tmp_path):
         for m in record["measurements"]:
             m["counted_s"] = 10.0
             m["phases"] = {"wall_s": 40.0, "restart_s": 2.0, "warmup_s": 15.0, "probe_s": 1.0, "calibration_s": 0.0,
-                           "orchestration_s": 12.0}
+                           "stop_s": 1.5, "orchestration_s": 10.5}
         record["finished"] = record["started"][:-6].replace("08:18:51", "09:18:51") + "+00:00"
     entry, record = one(tmp_path, WRK2_RUN, phases)
     p, n = entry["phases"], len(record["measurements"])
     assert p["source"] == "recorded" and p["run_wall_s"] == 3600
     assert p["total_s"] == {"restart_s": 2.0 * n, "warmup_s": 15.0 * n, "calibration_s": 0.0, "counted_s": 10.0 * n,
-                            "probe_s": 1.0 * n, "orchestration_s": 12.0 * n}
+                            "probe_s": 1.0 * n, "stop_s": 1.5 * n, "orchestration_s": 10.5 * n}
     assert p["measurements_wall_s"] == 40.0 * n and p["outside_s"] == 3600 - 40.0 * n
     assert p["wall_per_counted_s"] == round(3600 / (10.0 * n), 2)
     assert "derived from an older run's record" not in render([entry])

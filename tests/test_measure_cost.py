@@ -39,6 +39,9 @@ def test_phases_leave_the_rest_to_orchestration():
     out = clock.to_dict(now=128.5)
     assert out["wall_s"] == 28.5 and out["orchestration_s"] == pytest.approx(1.0)
     assert Phases(t0=0.0, counted_s=5.0).to_dict(now=4.0)["orchestration_s"] == 0.0   # never negative
+    # the JVM's own stop (Tomcat's shutdown until the process is gone) is a phase of its own, not orchestration
+    out = Phases(t0=100.0, restart_s=2.5, warmup_s=10.0, counted_s=15.0, stop_s=0.8).to_dict(now=128.5)
+    assert out["stop_s"] == 0.8 and out["orchestration_s"] == pytest.approx(0.2)
 
 
 def test_the_load_spec_renders_the_path_s_commands():

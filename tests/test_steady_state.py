@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tunepath.analysis.noise import cpu_flags, drop_reasons, flags_for
-from tunepath.analysis.steady import WarmUp, spread_pct, steady_at
+from tunepath.analysis.steady import WarmUp, compile_pct, quiet, spread_pct, steady_at
 from tunepath.live.placement import Placement, apply, decide
 from tunepath.model.context import HostContext
 from tunepath.parse.record import WrkReport
@@ -84,3 +84,44 @@ def test_a_shared_kernel_counts_every_load_generator_as_own_cpu():
     assert cpu_flags(shared, 2, 2, same_machine=False) == []
     busy = dict(shared, cpu_utilisation={"server": {"busy": 99.0, "steal": 0.0}}, client_cpu_s=4.0)
     assert drop_reasons(cpu_flags(busy, 2, 2, same_machine=False))     # 5.3 s of 20 busy elsewhere
+
+
+def test_a_plateau_while_the_jit_still_compiles_is_not_steady():
+    """Issue 28: three windows within the band while the compiler threads are busy (the lab's
+    saturated CPU starves them) is a plateau, not steady state; with the JIT rule, measuring
+    waits until the last window compiled for at most that share of its time."""
+    rates = [3300.0, 12000.0, 15300.0, 19400.0, 21500.0, 22200.0]       # a plateau at 19–22 k (lab, c64)
+    busy = [90.0, 80.0, 60.0, 45.0, 40.0, 38.0]
+    assert quiet(rates, busy, 3, 10, None)              # throughput alone: steady
+    assert not quiet(rates, busy, 3, 10, 5)             # the JIT still compiles for 38 % of the window
+    assert quiet(rates, busy[:-1] + [4.0], 3, 10, 5)
+    assert not quiet(rates, busy[:-1] + [None], 3, 10, 5)   # unread counters are not quiet
+    assert not quiet(rates[:2], [1.0, 1.0], 3, 10, 5)       # fewer windows than the rule's
+
+
+def test_compile_share_from_two_counter_readings():
+    from types import SimpleNamespace
+
+    def at(uptime, compile_s):      # the two fields of a JvmCounters reading the share needs
+        return SimpleNamespace(uptime_s=uptime, compile_s=compile_s)
+
+    assert compile_pct(at(10.0, 4.0), at(13.0, 4.6)) == pytest.approx(20.0)
+    assert compile_pct(at(10.0, 4.0), at(13.0, 10.0)) == pytest.approx(200.0)    # two compiler threads
+    assert compile_pct(None, at(13.0, 4.0)) is None
+    assert compile_pct(at(10.0, None), at(13.0, 4.0)) is None
+    assert compile_pct(at(13.0, 4.0), at(13.0, 4.0)) is None                       # no time between them
+
+
+def test_the_jit_rule_round_trips_and_is_said_in_the_block_and_the_rule_text():
+    w = WarmUp(3, (1000.0, 2000.0, 2050.0, 2010.0), 12.3, 12.3, 3, 10.0, "wrk", (80.0, 20.0, 6.0, 3.0), 5)
+    data = w.to_dict()
+    assert data["rule"]["jit_pct"] == 5 and data["windows_compile_pct"] == [80.0, 20.0, 6.0, 3.0]
+    assert WarmUp.from_dict(data) == w
+    assert "windows_compile_pct" not in WarmUp(3, (1.0,), 3.0, None).to_dict()
+    ctx = HostContext(warmup_s=45, warmup_window_s=3, steady_pct=10, jit_quiet_pct=5)
+    block = next(b for b in REGISTRY.get("baseline").plan(ctx) if b.id == "warm-up")
+    assert "JIT compiles for at most 5 %" in block.title
+    from tunepath.publish.display import warmup_text
+    assert "the JIT compiled for at most 5 % of the last one" in warmup_text(
+        recorded=True, steady_state=True, window_s=3, windows=3, pct=10, cap_s=45, jit_pct=5)
+    assert "JIT" not in warmup_text(recorded=True, steady_state=True, window_s=3, windows=3, pct=10, cap_s=45)

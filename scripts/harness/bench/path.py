@@ -52,7 +52,8 @@ DERIVED = ("derived from an older run's record: restart = Tomcat's start until i
            "is written when it is recorded, right after its load and before Tomcat stops, so that gap holds the "
            "previous measurement's stop and this one's configuration, restart, warm-up, capacity probe and load "
            "(timestamps to the second). A step's first measurement has no earlier record in its step: its "
-           "orchestration falls outside the measurements, with the step's transitions")
+           "orchestration falls outside the measurements, with the step's transitions. stop = the JVM's own stop "
+           "(SIGTERM until the process is gone), recorded apart since 2026-12-02; before, inside orchestration")
 
 
 def _seconds(start: str | None, end: str | None) -> float | None:
@@ -71,6 +72,7 @@ class Phases:
     calibration_s: float
     counted_s: float
     probe_s: float | None          # the capacity probe (None: not recorded apart, inside orchestration)
+    stop_s: float | None           # the JVM's own stop (None: not recorded apart, inside orchestration)
     orchestration_s: float
     recorded_wall_s: float | None = None     # the measurement's wall time as recorded (None: their sum)
 
@@ -83,7 +85,8 @@ class Phases:
 
 PHASES = [f.name for f in fields(Phases) if f.name != "recorded_wall_s"]
 PHASE_WORDS = {"restart_s": "restart", "warmup_s": "warm-up", "calibration_s": "calibration",
-               "counted_s": "counted", "probe_s": "probe", "orchestration_s": "orchestration"}
+               "counted_s": "counted", "probe_s": "probe", "stop_s": "stop",
+               "orchestration_s": "orchestration"}
 
 
 def recorded_phases(m: dict) -> Phases | None:
@@ -92,7 +95,8 @@ def recorded_phases(m: dict) -> Phases | None:
     if not isinstance(p, dict) or m.get("counted_s") is None:
         return None
     return Phases(p.get("restart_s") or 0.0, p.get("warmup_s") or 0.0, p.get("calibration_s") or 0.0,
-                  float(m["counted_s"]), p.get("probe_s") or 0.0, p.get("orchestration_s") or 0.0, p.get("wall_s"))
+                  float(m["counted_s"]), p.get("probe_s") or 0.0, p.get("stop_s"), p.get("orchestration_s") or 0.0,
+                  p.get("wall_s"))
 
 
 def _counted(m: dict, ctx: dict, smoke_profile: bool, smoke: bool) -> float:
@@ -122,7 +126,7 @@ def derived_phases(record: dict, path) -> list[Phases]:
         same_step = previous is not None and previous["step"] == m["step"]
         gap = _seconds(previous.get("started"), m.get("started")) if same_step else None
         rest = max(0.0, gap - known) if gap is not None else 0.0
-        out.append(Phases(restart, warmup, calibration, counted, None, rest + window - counted - calibration))
+        out.append(Phases(restart, warmup, calibration, counted, None, None, rest + window - counted - calibration))
         previous = m
     return out
 

@@ -130,9 +130,11 @@ def last_report(session: Session, step, variant: str, repetition: int = 1):
 @dataclass
 class Phases:
     """Where one measurement's wall time went (seconds): what the run records as ``phases``, with
-    the counted load as the entry's ``counted_s``. ``warmup_s`` is a separate warm-up run, or the
-    measurement's own wrk2 warming up (-W); ``calibration_s`` wrk2's calibration outside any
-    warm-up (stock wrk2 without -W: never counted); orchestration is the rest."""
+    the counted load as the entry's ``counted_s``. ``restart_s`` configures and starts Tomcat until it
+    answers; ``stop_s`` is this JVM's own stop (SIGTERM until the process is gone: Tomcat's shutdown,
+    not the controller's); ``warmup_s`` is a separate warm-up run, or the measurement's own wrk2
+    warming up (-W); ``calibration_s`` wrk2's calibration outside any warm-up (stock wrk2 without -W:
+    never counted); orchestration is the rest."""
 
     t0: float
     restart_s: float = 0.0
@@ -140,13 +142,14 @@ class Phases:
     probe_s: float = 0.0
     calibration_s: float = 0.0
     counted_s: float = 0.0
+    stop_s: float = 0.0
 
     def to_dict(self, now: float) -> dict:
         wall = now - self.t0
-        spent = self.restart_s + self.warmup_s + self.probe_s + self.calibration_s + self.counted_s
-        return {"wall_s": round(wall, 3), "restart_s": round(self.restart_s, 3), "warmup_s": round(self.warmup_s, 3),
-                "probe_s": round(self.probe_s, 3), "calibration_s": round(self.calibration_s, 3),
-                "orchestration_s": round(max(0.0, wall - spent), 3)}
+        spent = self.restart_s + self.stop_s + self.warmup_s + self.probe_s + self.calibration_s + self.counted_s
+        return {"wall_s": round(wall, 3), "restart_s": round(self.restart_s, 3), "stop_s": round(self.stop_s, 3),
+                "warmup_s": round(self.warmup_s, 3), "probe_s": round(self.probe_s, 3),
+                "calibration_s": round(self.calibration_s, 3), "orchestration_s": round(max(0.0, wall - spent), 3)}
 
 
 _WARM = re.compile(r"\s-W\s*(\d+)\b")
@@ -212,7 +215,9 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
         _no_summary(session, step, variant, load, window.results[0], tag)
         return False, None
     if not keep_running:
+        t = time.monotonic()
         session.tomcat.stop()          # before recording: the stop is part of this measurement's time
+        clock.stop_s = time.monotonic() - t
     _record(session, step, variant, load, tool, config, window, started, nofile, repetition, clients,
             blocks.get("restart-tomcat"), clock)
     failed = [r for r in window.results if not r.ok]

@@ -242,11 +242,11 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         load_generator=tool.binary, threads=threads, connections=connections,
         rate=max(1, round(profile.rate * scale)), wrk2_source=source.shown if source else WRK2_REPO,
         uncorrected=tool.open_loop, duration_s=duration_for(profile, tool, threads, connections),
-        probe_with=tool.closed_loop or "",
-        smoke_threads=1, smoke_connections=smoke.connections,
+        probe_with=tool.closed_loop or "", smoke_threads=1, smoke_connections=smoke.connections,
         smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
         open_loop=tool.open_loop, latency_flag=True, warmup_window_s=profile.warmup_window_s,
-        steady_pct=profile.steady_pct, load_warmup_s=profile.settle_s if tool.warmup else 0,
+        steady_pct=profile.steady_pct, jit_quiet_pct=profile.jit_quiet_pct,
+        warmup_connections=profile.warmup_connections, load_warmup_s=profile.settle_s if tool.warmup else 0,
         **({"sweep_threads": profile.sweep_threads} if profile.sweep_threads else {}),
         httpd_dir=server.run("echo $HOME", timeout=15).stdout.strip() + "/.tunepath/httpd")
 

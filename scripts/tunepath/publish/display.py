@@ -192,13 +192,15 @@ def placement_text(*, recorded: bool, pinned: bool | None, shared_kernel: bool |
     return "Tomcat and the load generator ran unpinned on separate hosts, each on its own CPUs."
 
 
-def warmup_text(*, recorded: bool, steady_state: bool, window_s: int, windows: int, pct, cap_s: int) -> str:
+def warmup_text(*, recorded: bool, steady_state: bool, window_s: int, windows: int, pct, cap_s: int,
+                jit_pct: int = 0) -> str:
     """One sentence: what came before each measurement."""
     if not recorded:
         return "The run recorded no warm-up rule."
     if steady_state:
+        jit = f", and the JIT compiled for at most {jit_pct} % of the last one" if jit_pct else ""
         return (f"Each measurement started once {windows} warm-up windows of {window_s} s in a row served "
-                f"within ±{pct:g} % of their median, or after at most {cap_s} s of warm-up (then marked not steady).")
+                f"within ±{pct:g} % of their median{jit}, or after at most {cap_s} s of warm-up (then marked not steady).")
     if cap_s:
         return f"Each measurement followed one warm-up run of {cap_s} s (a fixed time, not a test for steady state)."
     return "No warm-up ran before a measurement."

@@ -222,9 +222,11 @@ def warmup_rule_entry(run: Run) -> dict:
     steady = known and ctx.steady_state
     rule = {"recorded": known, "steady_state": steady, "window_s": ctx.warmup_window_s if steady else None,
             "windows": ctx.steady_windows if steady else None, "pct": ctx.steady_pct if steady else None,
-            "cap_s": ctx.warmup_s if known else None}
+            "cap_s": ctx.warmup_s if known else None,
+            **({"jit_pct": ctx.jit_quiet_pct} if steady and ctx.jit_quiet_pct else {})}
     rule["text"] = warmup_text(recorded=known, steady_state=steady, window_s=ctx.warmup_window_s,
-                               windows=ctx.steady_windows, pct=ctx.steady_pct, cap_s=ctx.warmup_s)
+                               windows=ctx.steady_windows, pct=ctx.steady_pct, cap_s=ctx.warmup_s,
+                               jit_pct=ctx.jit_quiet_pct)
     return rule
 
 

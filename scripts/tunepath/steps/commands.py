@@ -93,7 +93,9 @@ def warm_up(ctx: HostContext) -> list[Block]:
         return []
     if ctx.steady_state:
         title = (f"Warm up in {ctx.warmup_window_s} s windows until {ctx.steady_windows} in a row serve within "
-                 f"±{ctx.steady_pct} % of their median, for at most {ctx.warmup_s} s (not measured)")
+                 f"±{ctx.steady_pct} % of their median"
+                 + (f" and the JIT compiles for at most {ctx.jit_quiet_pct} % of the last" if ctx.jit_quiet_pct else "")
+                 + f", for at most {ctx.warmup_s} s (not measured)")
         return [Block("warm-up", "client", title, warmup_spec(ctx).command())]
     return [Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
                   warmup_spec(ctx).command())]
