@@ -36,7 +36,6 @@ class Profile:
     warmup_window_s: int = 0      # steady state: warm up in windows this long (warmup_s is then the cap) …
     steady_pct: int = 10          # … until 3 windows in a row serve within ± this % of their median
     jit_quiet_pct: int = 0        # … and Tomcat's JIT compiled for at most this % of the last one (0: not tested)
-    warmup_connections: int = 0   # the warm-up windows' connections (0: the load's)
     settle_s: int = 0             # wrk2 -W: it calibrates in this many seconds at the rate before -d counts
     fixed_rounds: bool = False    # the rounds its comparisons need to be tested, fixed in advance: no look at the data
     sweep_threads: tuple[int, ...] = ()   # the thread sweep's counts (() the path's: 1, 2, 4 … 200)
@@ -47,7 +46,7 @@ PROFILES = {
     "smoke": Profile("smoke", 2, 3, 1, 8, 2000,
                      "seconds per variant, for tests: proves the machinery, measures nothing"),
     "quick": Profile("quick", 45, 15, 2, 64, 20000,
-                     "the default: a steady-state warm-up (3 s closed-loop windows of 4 connections, until the "
+                     "the default: a steady-state warm-up (3 s closed-loop windows until the "
                      "throughput is steady and the JIT compiles for at most 10 % of a window; at most 45 s), then wrk2 "
                      "calibrates in 3 s at the offered rate (-W) and counts 15 s; the interleaved rounds every "
                      "comparison needs for a 95 % verdict (4; 5 for the thread sweep's 4 counts, Holm over their "
@@ -56,7 +55,7 @@ PROFILES = {
                      # at about 55 s a measurement on the lab) and re-measured disturbed repetitions: a
                      # budget cut short of the fixed rounds leaves every comparison of that step untested
                      repetitions=4, max_repetitions=6, ci_target_pct=5.0, step_budget_s=2400, warmup_window_s=3,
-                     settle_s=3, jit_quiet_pct=10, warmup_connections=4,
+                     settle_s=3, jit_quiet_pct=10,
                      fixed_rounds=True, sweep_threads=(2, 8, 32, 200), rate_sweep_budget_s=240),
     "full": Profile("full", 90, 60, 128, 1280, 500000,
                     "the original's 60 s runs at -c1280 -t128 -R500000, scaled to the client's CPUs, after a "

@@ -246,7 +246,7 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         smoke_rate=smoke.rate, smoke_duration_s=smoke.duration_s, warmup_s=profile.warmup_s,
         open_loop=tool.open_loop, latency_flag=True, warmup_window_s=profile.warmup_window_s,
         steady_pct=profile.steady_pct, jit_quiet_pct=profile.jit_quiet_pct,
-        warmup_connections=profile.warmup_connections, load_warmup_s=profile.settle_s if tool.warmup else 0,
+        load_warmup_s=profile.settle_s if tool.warmup else 0,
         **({"sweep_threads": profile.sweep_threads} if profile.sweep_threads else {}),
         httpd_dir=server.run("echo $HOME", timeout=15).stdout.strip() + "/.tunepath/httpd")
 

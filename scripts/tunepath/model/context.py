@@ -102,7 +102,6 @@ class HostContext:
     steady_windows: int = 3       # … until this many windows in a row agree
     steady_pct: int = 5           # … within ± this % of their median; warmup_s is then the cap
     jit_quiet_pct: int = 0        # … and the JIT compiled for at most this % of the last window (0: not tested)
-    warmup_connections: int = 0   # the warm-up windows' connections (0: the load's)
     loopback: bool = False        # the clients reach Tomcat over loopback, whatever server_address says: a
                                   # reader's context (model.reader) of such a run, whose address is
                                   # ${tomcat_ip}; recorded only when true (a live context tells it from

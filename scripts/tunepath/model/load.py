@@ -94,14 +94,8 @@ def load_spec(ctx: "HostContext", smoke: bool = False, duration_s: int | None = 
 
 def warmup_spec(ctx: "HostContext") -> LoadSpec:
     """One warm-up run (or window): the closed-loop tool (Debian's wrk, as fast as Tomcat answers)
-    for a steady-state window where the client has it, else the load itself, uncounted. A window
-    keeps ``warmup_connections`` connections where the context sets them: on a server whose JIT
-    shares its CPUs with the workers, 64 busy workers leave the two compiler threads a small share
-    of the CPU, and the compilations still queued then run in the counted window."""
+    for a steady-state window where the client has it, else the load itself, uncounted."""
     if ctx.steady_state:
         spec = load_spec(ctx, duration_s=ctx.warmup_window_s, warmup_s=0)
-        if ctx.warmup_connections:     # fewer connections leave the JIT's threads a share of a busy CPU
-            c = ctx.warmup_connections
-            spec = replace(spec, connections=c, threads=min(spec.threads, c))
         return spec.closed(ctx.probe_with) if ctx.probe_with else spec
     return load_spec(ctx, duration_s=ctx.warmup_s, warmup_s=0)
