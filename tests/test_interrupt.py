@@ -35,6 +35,16 @@ time.sleep(60)
 """
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt here as in a terminal, even where the tests were started in
+    the background of a shell (``scripts/test &``), whose jobs inherit SIGINT ignored: Python then
+    installs no handler of its own, and a SIGINT would do nothing."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _sigint_when(path: str) -> threading.Thread:
     """SIGINT to this process (as a Ctrl-C in its terminal) once ``path`` exists."""
     def press():

@@ -7,9 +7,19 @@ median of its repetitions, a confidence interval and coefficient of variation
 (:mod:`tunepath.analysis.stats`), and derived figures with their intervals.
 
 Derived figures are computed within one run only (one server host, one client):
-the speed-up over that run's own stock baseline, the change against the previous
+the speed-up over that run's own stock baseline (none for an emulated server: its figures are
+function checks, never compared), the change against the previous
 measurement of that run's tuning sequence, and, for steps that compare variants, the
 ratio to the step's first variant. Runs from different hosts are never combined.
+
+Each derived figure (:mod:`tunepath.analysis.derive`) is read on the figure that can differ
+(:func:`~tunepath.analysis.derive.rate_is_offered`): where the
+load offered a fixed rate and Tomcat served it, requests/s is that rate for every configuration,
+so the requests/s comparisons (``speedup_vs_stock``, ``change_vs_previous_pct``, ``vs_step_first``
+and their intervals) are None and the same comparisons are made on server CPU per request
+(``cpu_vs_stock``, ``cpu_change_vs_previous_pct`` with ``cpu_change_low`` … and ``cpu_vs_first``).
+Closed-loop runs, and open-loop runs that could not serve their rate (the original's references
+at -R500000), keep requests/s.
 
 Latency percentiles come twice where wrk2 ran with ``-U``: ``p50_ms`` … ``p99.9_ms`` corrected for
 coordinated omission (wrk2's "Recorded Latency"), ``p50_uncorrected_ms`` … ``p99.9_uncorrected_ms``
@@ -40,12 +50,12 @@ import pandas as pd
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
 from tunepath.analysis.jvmfacts import JVM_COLUMNS, fact_value, jvm_facts
-from tunepath.analysis.noise import (THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for, mode_flags,
-                                     shape_flag)
+from tunepath.analysis.derive import derive, rate_is_offered, finite_values as _finite_values
+from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for, mode_flags
 from tunepath.parse.reports import parse_report_file
 from tunepath.evidence.store import Run
 
-__all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "COLUMNS",
+__all__ = ["measurements_frame", "repetitions_frame", "variant_frame", "offered_rate", "rate_is_offered", "COLUMNS",
            "PERCENTILE_COLUMNS", "JVM_COLUMNS"]
 
 REPETITION_COLUMNS = [
@@ -73,6 +83,8 @@ COLUMNS = REPETITION_COLUMNS + [
     "previous_variant", "previous_label", "previous_requests_per_sec",
     "vs_step_first", "vs_first_low", "vs_first_high", "vs_first_significant", "step_first_label",
     "cpu_vs_first", "cpu_vs_first_low", "cpu_vs_first_high", "cpu_vs_first_significant",
+    "cpu_vs_stock", "cpu_change_vs_previous_pct", "cpu_change_low", "cpu_change_high", "cpu_change_significant",
+    "cpu_change_level",
 ]
 
 _RATE = re.compile(r"(?:^|\s)(?:-R\s*|--rate[= ])(\d+(?:\.\d+)?)([kKmMgG]?)\b")
@@ -215,10 +227,6 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
 _EMPTY = stats.Summary(n=0, median=math.nan, low=None, high=None, level=None, cv=None, min=math.nan, max=math.nan)
 
 
-def _finite_values(values) -> list[float]:
-    return [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v)]
-
-
 def _summarise(values) -> "stats.Summary":
     values = _finite_values(values)
     return stats.summarise(values) if values else _EMPTY
@@ -271,7 +279,7 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
                           else (99, 1, 0, variant))
             run_rows.append(row)
         run_rows.sort(key=lambda r: r["sort"])
-        _derive(run_rows, path)
+        derive(run_rows, path, emulated=run_id in by_run and by_run[run_id].emulated)
         rows.extend(run_rows)
     frame = pd.DataFrame(rows, columns=COLUMNS + ["rps_values", "cpu_values"])
     return frame
@@ -283,87 +291,9 @@ def measurements_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLD
     return variant_frame(repetitions_frame(runs, path, thresholds), runs, path)
 
 
-def _difference(rows_a: dict, rows_b: dict, prefix: str, column: str = "rps_values") -> dict:
-    """B against A with its interval (None when either has fewer than 3 usable repetitions).
-    A repetition that served nothing (0 req/s) or used no CPU has no ratio: it is left out."""
-    a = [v for v in _finite_values(rows_a[column]) if v > 0]
-    b = [v for v in _finite_values(rows_b[column]) if v > 0]
-    if not a or not b:
-        return {f"{prefix}_low": None, f"{prefix}_high": None, f"{prefix}_significant": None,
-                f"{prefix}_level": None}
-    d = stats.compare(a, b)
-    return {f"{prefix}_low": d.low, f"{prefix}_high": d.high, f"{prefix}_significant": d.significant,
-            f"{prefix}_level": d.level if d.low is not None else None}
-
-
-def _derive(rows: list[dict], path) -> None:
-    _derive_comparisons(rows, path)
-    seq = sorted((r for r in rows if r["order"] >= 0), key=lambda r: r["order"])
-    stock = next((r for r in seq if r["order"] == 0), None)     # the sequence starts at stock Tomcat
-    for r in rows:
-        r.update(speedup_vs_stock=None, change_vs_previous_pct=None, previous_variant=None,
-                 previous_label=None, previous_requests_per_sec=None, change_low=None, change_high=None,
-                 change_significant=None, change_level=None)
-    for i, r in enumerate(seq):
-        rps = r["requests_per_sec"]
-        if stock and _ok(stock["requests_per_sec"]) and _ok(rps):
-            r["speedup_vs_stock"] = rps / stock["requests_per_sec"]
-        if i > 0:
-            prev = seq[i - 1]
-            r["previous_variant"] = f"{prev['step']}/{prev['variant']}"
-            r["previous_label"] = prev["label"]
-            r["previous_requests_per_sec"] = prev["requests_per_sec"]
-            if _ok(prev["requests_per_sec"]) and _ok(rps):
-                r["change_vs_previous_pct"] = (rps / prev["requests_per_sec"] - 1.0) * 100.0
-                if prev["step"] == r["step"]:
-                    # only configurations measured in the same interleaved rounds get an interval:
-                    # across steps, drift over time would pass for an effect
-                    d = _difference(prev, r, "change")
-                    r.update(change_low=None if d["change_low"] is None else (d["change_low"] - 1) * 100,
-                             change_high=None if d["change_high"] is None else (d["change_high"] - 1) * 100,
-                             change_significant=d["change_significant"], change_level=d["change_level"])
-                    if d["change_significant"] is not None:
-                        r["flags"] = r["flags"] + _shapes(prev, r, "change_vs_previous_pct", "requests_per_sec")
-
-
-def _derive_comparisons(rows: list[dict], path) -> None:
-    """Steps that compare variants (connectors, JVM, thread sweep): each variant against the step's first."""
-    for r in rows:
-        r.update(vs_step_first=None, step_first_label=None, vs_first_low=None, vs_first_high=None,
-                 vs_first_significant=None, cpu_vs_first=None, cpu_vs_first_low=None, cpu_vs_first_high=None,
-                 cpu_vs_first_significant=None, vs_first_level=None, cpu_vs_first_level=None)
-    for step in dict.fromkeys(r["step"] for r in rows if path.get(r["step"]).compares_variants):
-        mine = [r for r in rows if r["step"] == step]      # already in the step's order
-        first = mine[0]
-        for r in mine:
-            r["step_first_label"] = first["label"]
-            if _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
-                r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
-                if r is not first:
-                    r.update(_difference(first, r, "vs_first"))
-                    if r["vs_first_significant"] is not None:
-                        r["flags"] = r["flags"] + _shapes(first, r, "vs_step_first", "requests_per_sec")
-            if _ok(first["server_cpu_us_per_req"]) and _ok(r["server_cpu_us_per_req"]):
-                r["cpu_vs_first"] = r["server_cpu_us_per_req"] / first["server_cpu_us_per_req"]
-                if r is not first:
-                    r.update(_difference(first, r, "cpu_vs_first", "cpu_values"))
-                    if r["cpu_vs_first_significant"] is not None:
-                        r["flags"] = r["flags"] + _shapes(first, r, "server_cpu_per_req", "server_cpu_per_req")
-
-
-def _shapes(a: dict, b: dict, field: str, figure: str) -> list[NoiseFlag]:
-    """``shapes-differ`` beside B's ``field`` when A and B, compared on ``figure``, differ in shape."""
-    cv = "rps_cv" if figure == "requests_per_sec" else "cpu_cv"
-    modes = any(f.code == "two-modes" and f.field == figure for r in (a, b) for f in r["flags"])
-    return shape_flag(field, f"{b['label']} against {a['label']}", b[cv], a[cv], modes)
-
-
 def _per_request(cpu_s, requests) -> float | None:
     """CPU seconds spent over requests served, in microseconds per request."""
     if cpu_s is None or not requests:
         return None
     return cpu_s / requests * 1e6
 
-
-def _ok(value) -> bool:
-    return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0

@@ -31,8 +31,8 @@ from tunepath.publish.sweepcharts import rate_sweep_chart, thread_sweep_chart
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Chart", "throughput_chart", "latency_chart", "thread_sweep_chart", "rate_sweep_chart",
-           "ratio_chart", "render_svg", "RC"]
+__all__ = ["Chart", "headline_chart", "throughput_chart", "cpu_chart", "latency_chart", "thread_sweep_chart",
+           "rate_sweep_chart", "ratio_chart", "render_svg", "RC"]
 
 _finite = words_.finite
 
@@ -67,6 +67,59 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
     return Chart(id=base.chart_id(name), run_id=run_id, src=rel, narrow_src=narrow, rows=base.keys(rows),
                  alt=f"Horizontal bar chart of requests per second on {rows[0]['server']} ({run_id}). {listing}.",
                  caption=" ".join(w for w in words if w))
+
+
+def headline_chart(rows: list[dict], highlight: set[str], static_dir: Path, prefix: str, run_id: str) -> Chart:
+    """The bars a run is compared on: server CPU per request where every row served the rate its
+    load offered (requests/s is then that rate for all of them, :func:`~tunepath.analysis.frames.rate_is_offered`),
+    else requests per second."""
+    from tunepath.analysis.frames import rate_is_offered
+
+    if all(rate_is_offered(r) and _finite(r.get("server_cpu_us_per_req")) for r in rows):
+        return cpu_chart(rows, highlight, static_dir, f"{prefix}-cpu-{run_id}", run_id)
+    return throughput_chart(rows, highlight, static_dir, f"{prefix}-throughput-{run_id}", run_id)
+
+
+def cpu_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str, run_id: str) -> Chart:
+    """Bars of Tomcat's CPU time per request per measurement of one run (lower is better), for a
+    run whose load offered a fixed rate that every configuration served."""
+    lit = _lit(rows, highlight)
+    stock = sum(bool(fmt.speedup(r.get("cpu_vs_stock"))) for r in rows)
+    words = [f"Server CPU time per request {base.where(rows, run_id)}, at a fixed offered rate that every "
+             "configuration served.", words_.highlight_words(rows, lit),
+             words_.stats_words(rows, pairs=(("cpu_low", "cpu_high", "cpu_level"),)),
+             "In brackets: the ratio to this run's stock configuration (below 1: less CPU per request)." if stock else ""]
+    rel, narrow = base.emit(static_dir, name, ("cpu", rows, lit), lambda size: _cpu_figure(rows, lit, size), _render)
+    listing = "; ".join(f"{r['label']}: {fmt.micros(r['server_cpu_us_per_req'])}" for r in rows)
+    return Chart(id=base.chart_id(name), run_id=run_id, src=rel, narrow_src=narrow, rows=base.keys(rows),
+                 alt=f"Horizontal bar chart of server CPU time per request on {rows[0]['server']} ({run_id}). "
+                     f"{listing}.", caption=" ".join(w for w in words if w))
+
+
+def _cpu_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> "Figure":
+    values = [r["server_cpu_us_per_req"] for r in rows]
+    fig = base.figure(figsize=(size.width, _height(rows, size)))
+    ax = fig.add_subplot()
+    y = _bars(ax, rows, values, lit, size)
+    ci = [(yi, r) for yi, r in zip(y, rows) if words_.has_interval(r, "cpu_low", "cpu_high")]
+    if ci:
+        base.whiskers(ax, [yi for yi, _ in ci], [r["server_cpu_us_per_req"] for _, r in ci],
+                      [r["cpu_low"] for _, r in ci], [r["cpu_high"] for _, r in ci])
+
+    def words(r: dict) -> str:
+        ratio = fmt.speedup(r.get("cpu_vs_stock"))
+        return fmt.micros(r["server_cpu_us_per_req"]) + ("" if not ratio else f"  ({ratio})" if size is layout.NARROW
+                                                         else f"  ({ratio} stock)")
+
+    labels = [layout.BarLabel(yi, v, (r["cpu_low"], r["cpu_high"]) if words_.has_interval(r, "cpu_low", "cpu_high")
+                              else None, words(r), base.HIGHLIGHT if h else base.CONTEXT)
+              for yi, r, v, h in zip(y, rows, values, lit)]
+    top = max(values + [r["cpu_high"] for _, r in ci]) or 1.0
+    ax.xaxis.set_major_formatter(base.formatter(lambda x, _pos: f"{x:,.0f}"))
+    layout.place_bar_labels(fig, ax, labels, size.small, top * 1.04, ())
+    ax.set_xlabel(layout.wrap("server CPU µs per request (lower is better)", size.line), fontsize=size.small)
+    ax.set_title(base.host_title("Server CPU per request", rows, size), loc="left", fontsize=size.font)
+    return fig
 
 
 def _categories(ax, y: list[float], labels: list[str], size: layout.Size, fontsize: float) -> None:

@@ -61,6 +61,10 @@ class Display:
     cpu_vs_first: str | None
     cpu_vs_first_interval: str | None
     cpu_vs_first_significance: str | None
+    cpu_vs_stock: str | None
+    cpu_change_vs_previous_pct: str | None
+    cpu_change_interval: str | None
+    cpu_change_significance: str | None
     latency_p50: str | None
     latency_p90: str | None
     latency_p999: str | None
@@ -138,6 +142,12 @@ def display(row: dict) -> Display:
                                                     num(row.get("cpu_vs_first_level"))),
         "cpu_vs_first_significance": fmt.significance(clean(row.get("cpu_vs_first_significant")),
                                                       num(row.get("cpu_vs_first_low")) is not None),
+        "cpu_vs_stock": fmt.speedup(num(row.get("cpu_vs_stock"))),
+        "cpu_change_vs_previous_pct": fmt.percent_change(num(row.get("cpu_change_vs_previous_pct"))),
+        "cpu_change_interval": fmt.pct_interval(num(row.get("cpu_change_low")), num(row.get("cpu_change_high")),
+                                                num(row.get("cpu_change_level"))),
+        "cpu_change_significance": fmt.significance(clean(row.get("cpu_change_significant")),
+                                                    num(row.get("cpu_change_low")) is not None),
         "latency_p50": fmt.latency(num(row.get("p50_ms"))),
         "latency_p90": fmt.latency(num(row.get("p90_ms"))),
         "latency_p999": fmt.latency(num(row.get("p99.9_ms"))),

@@ -44,6 +44,8 @@ def measurement_entry(row: dict) -> dict:
         "duration_s": num(row["duration_s"]),
         "speedup_vs_stock": num(row["speedup_vs_stock"]),
         "change_vs_previous_pct": num(row["change_vs_previous_pct"]),
+        "cpu_vs_stock": num(row.get("cpu_vs_stock")),
+        "cpu_change_vs_previous_pct": num(row.get("cpu_change_vs_previous_pct")),
         "previous": row["previous_variant"], "raw": row["raw"],
         "warnings": list(row["warnings"]), "jvm_warnings": list(row["jvm_warnings"] or []),
         "vs_step_first": num(row["vs_step_first"]), "display": display(row).to_data(),

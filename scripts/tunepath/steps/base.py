@@ -204,16 +204,17 @@ class Step:
         return rows[(rows.order >= 0) & (rows.order < upto)].sort_values("order").to_dict("records")
 
     def charts(self, result: "StepResult", static) -> list["Chart"]:
-        """Throughput and latency charts, one pair per run (never one series across hosts)."""
+        """The headline chart (throughput, or server CPU per request where the load offered a fixed
+        rate) and the latency chart, one pair per run (never one series across hosts); none for a
+        run on an emulated server."""
         from tunepath.publish import charts as chartlib
 
         highlight = {f"{r.step}/{r.variant}" for r in result.frame.itertuples()}
         out = []
         for run in result.runs:
-            rows = self.history(result, run)
+            rows = [] if run.emulated else self.history(result, run)   # an emulated server's figures: never charted
             if rows:
-                out.append(chartlib.throughput_chart(rows, highlight, static, f"{self.name}-throughput-{run.run_id}",
-                                                     run.run_id))
+                out.append(chartlib.headline_chart(rows, highlight, static, self.name, run.run_id))
                 out.append(chartlib.latency_chart(rows, highlight, static, f"{self.name}-latency-{run.run_id}",
                                                   run.run_id))
         return out

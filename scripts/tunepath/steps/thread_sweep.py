@@ -72,9 +72,12 @@ class ThreadSweep(SweepStep):
         test on every pair of counts, Holm-corrected over all of them (the best is chosen from the
         same data, so the family is every pair). Where the load offered a fixed rate (open loop),
         requests/s is that rate for every count: the best is then the least server CPU per request;
-        closed loop, the highest median throughput (:func:`tunepath.analysis.verdicts.figure_for`)."""
+        closed loop, the highest median throughput (:func:`tunepath.analysis.verdicts.figure_for`).
+        None for an emulated server."""
         from tunepath.analysis.verdicts import CPU, figure_for
 
+        if run.emulated:          # an emulated server's figures check commands: never ranked
+            return None
         rows = [r for r in result.frame[result.frame.run_id == run.run_id].to_dict("records")
                 if r["requests_per_sec"] and r["requests_per_sec"] > 0]
         figure = figure_for(rows[0], rows[-1]) if rows else None
@@ -108,6 +111,8 @@ class ThreadSweep(SweepStep):
 
         out = []
         for run in result.runs:
+            if run.emulated:      # an emulated server's figures check commands: never charted
+                continue
             rows = result.frame[result.frame.run_id == run.run_id].to_dict("records")
             if rows:
                 best = self.best(result, run)
