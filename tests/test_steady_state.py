@@ -125,3 +125,41 @@ def test_the_jit_rule_round_trips_and_is_said_in_the_block_and_the_rule_text():
     assert "the JIT compiled for at most 5 % of the last one" in warmup_text(
         recorded=True, steady_state=True, window_s=3, windows=3, pct=10, cap_s=45, jit_pct=5)
     assert "JIT" not in warmup_text(recorded=True, steady_state=True, window_s=3, windows=3, pct=10, cap_s=45)
+
+
+def _warm(monkeypatch, rates, compile_s, readable=True):
+    """live.warmup.warm_up against a fake session: each window serves the next of ``rates``, and the
+    JVM's compile time reads the next of ``compile_s`` (3 s of uptime a window)."""
+    from types import SimpleNamespace
+
+    from tunepath.live import warmup
+
+    served, clock = iter(rates), iter(range(100))
+
+    def counters(_host, _pid):
+        t = next(clock)
+        return SimpleNamespace(uptime_s=3.0 * t, compile_s=compile_s[t]) if readable else None
+
+    monkeypatch.setattr(warmup, "_rate", lambda text, tool: next(served))
+    monkeypatch.setattr(warmup, "snapshot", counters)
+    host = SimpleNamespace(run=lambda *a, **k: SimpleNamespace(ok=True, stdout="", exited=0))
+    ctx = HostContext(warmup_s=45, warmup_window_s=3, steady_windows=3, steady_pct=10, jit_quiet_pct=10,
+                      probe_with="wrk")
+    session = SimpleNamespace(ctx=ctx, host=lambda role: host, server=host, tool=SimpleNamespace(name="wrk2"),
+                              tomcat=SimpleNamespace(pid=lambda: 4242),
+                              recorder=SimpleNamespace(block=lambda *a, **k: None))
+    block = SimpleNamespace(host="client", id="warm-up", text="wrk -c64 -t2 -d3 http://h/")
+    return warmup.warm_up(session, REGISTRY.get("baseline"), block, "baseline/stock", 1)
+
+
+def test_the_warm_up_waits_for_the_jit_and_records_each_window(monkeypatch):
+    rates = [3000.0, 20000.0, 21000.0, 21500.0, 21200.0, 30000.0, 30500.0, 30200.0]
+    compile_s = [0.0, 3.0, 6.0, 8.0, 9.5, 10.0, 10.1, 10.15, 10.2]          # cumulative, per reading
+    warm = _warm(monkeypatch, rates, compile_s)
+    assert len(warm.rates) == 8 and warm.steady and warm.jit_pct == 10    # not at window 5 (steady rates): the JIT still ran
+    assert [round(c) for c in warm.compile_pct] == [100, 100, 67, 50, 17, 3, 2, 2]
+
+
+def test_unreadable_jit_counters_leave_the_throughput_rule_alone(monkeypatch):
+    warm = _warm(monkeypatch, [3000.0, 20000.0, 21000.0, 21500.0], [], readable=False)
+    assert len(warm.rates) == 4 and warm.steady and warm.jit_pct is None and warm.compile_pct == ()

@@ -258,3 +258,17 @@ def test_without_a_build_the_export_says_to_build_first(project, tmp_path):
     with pytest.raises(TunepathError, match="tunepath build"):
         export_upstream(bare, tmp_path / "repo")
     assert not (tmp_path / "repo").exists()
+
+
+def test_an_export_into_the_project_itself_is_refused_and_writes_nothing(tmp_path):
+    """Issue 30 (hostile-input review, finding 2): `tunepath export --upstream .` run in the project
+    would have replaced the site's own content/…/tomcat-tuning/ with the export."""
+    from conftest import ROOT
+
+    pages = sorted(p.stat().st_mtime_ns for p in (ROOT / "content").rglob("*.md"))
+    for dest in (ROOT, ROOT / "runs" / "x", ROOT / "layouts"):
+        with pytest.raises(TunepathError, match="inside the project's own"):
+            export_upstream(ROOT, dest)
+    assert sorted(p.stat().st_mtime_ns for p in (ROOT / "content").rglob("*.md")) == pages
+    assert not (ROOT / "runs" / "x").exists() and not (ROOT / "layouts" / "content").exists()
+    assert not list(ROOT.glob(".tunepath-export-*")) and not list((ROOT / "content").rglob(".tunepath-export-*"))

@@ -7,7 +7,9 @@ served within ``±steady_pct`` % of their median (:func:`tunepath.analysis.stead
 when one more window would pass the cap (``warmup_s``): that measurement is then flagged as
 taken before steady state. With ``jit_quiet_pct``, Tomcat's JIT must also have compiled for at
 most that share of the last window (its hsperfdata counters, read on the server after each
-window: one more round trip a window; :func:`tunepath.analysis.steady.quiet`). Each window's
+window: one more round trip a window; :func:`tunepath.analysis.steady.quiet`); where they cannot
+be read at the start (no hsperfdata), the throughput rule alone decides, and the record says
+the JIT was not tested. Each window's
 req/s (and compilation share) and the time to steady state are recorded with the measurement.
 Without ``warmup_window_s`` the block runs once, for ``warmup_s``.
 """
@@ -48,6 +50,9 @@ def warm_up(session: Session, step, block, tag: str, repetition: int) -> WarmUp 
     jit = ctx.jit_quiet_pct or None
     pid = session.tomcat.pid() if jit else None
     counters = snapshot(session.server, pid) if pid else None
+    if jit and counters is None:        # no hsperfdata to read (-XX:-UsePerfData, not HotSpot, denied)
+        progress(f"{tag}: the JVM's JIT counters cannot be read: the warm-up tests the throughput only")
+        jit = None
     t0, steady_after = time.monotonic(), None
     while True:
         result = host.run(block.text, timeout=ctx.warmup_window_s + 60, check=False, as_written=True)

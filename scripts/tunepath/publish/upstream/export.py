@@ -125,12 +125,22 @@ def _ancestor(path: Path) -> Path:
     return path
 
 
+# what the project is made of: an export never lands inside any of these (issue 30, item 5.2)
+PROJECT_SOURCES = ("config.toml", "content", "layouts", "static", "data", "notebooks", "scripts", "runs", "docs",
+                   "tests", ".ci")
+
+
 def export_upstream(project: Path, dest: Path, run: str | None = None) -> ExportResult:
     project, dest = Path(project).resolve(), Path(dest).resolve()
     if dest.exists() and not dest.is_dir():
         raise TunepathError(f"--upstream {dest} is a file, not a directory")
     slug = find_path(project).name
     target = dest / "content" / "learning-paths" / rules.CATEGORY / slug
+    for name in PROJECT_SOURCES:
+        if target.is_relative_to(project / name) or (project / name).is_relative_to(target):
+            raise TunepathError(f"--upstream {dest} would write the export to {target}, inside the project's "
+                                f"own {name}: nothing written. Give a checkout of {rules.REPOSITORY} "
+                                "outside the project")
     freezer = Freezer(SiteData.load(project), run)
     work = Path(tempfile.mkdtemp(prefix=".tunepath-export-", dir=_ancestor(target.parent)))
     try:
