@@ -112,6 +112,17 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
     order = [v.name for v in step_variants(step, run.context)]
     first = next((v for v in order if run.measurement(step, v)), None)
     comparing = step not in ("setup", "rate-sweep") and not any(step == s for s, _ in MEASURED_SEQUENCE)
+    comparing = comparing and not run.emulated          # an emulated server's figures are never compared
+
+    def served(s=step, v=variant) -> bool:     # a fixed offered rate, served: requests/s compares nothing
+        offered = med("offered", s, v)
+        return bool(offered) and med("rps", s, v) >= offered * 0.95
+
+    def on_cpu(other) -> bool:                 # the pair is read on server CPU per request
+        return served() or (other is not None and served(*other))
+    stock = ("baseline", "stock") if run.measurement("baseline", "stock") and (step, variant) in seq else None
+    if run.emulated:
+        stock = prev = None
     if field == "requests_per_sec":
         return fmt.rate(med("rps"))
     if field in ("latency_avg", "latency_max"):
@@ -135,15 +146,20 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
             return fmt.cv(summary.cv)
         return (fmt.rate_interval if key == "rps" else fmt.micros_interval)(summary.low, summary.high, summary.level)
     if field == "speedup_vs_stock":
-        has_stock = run.measurement("baseline", "stock") and (step, variant) in seq
-        return fmt.speedup(med("rps") / med("rps", "baseline", "stock")) if has_stock else ""
-    if field == "change_vs_previous_pct":
-        return fmt.percent_change((med("rps") / med("rps", *prev) - 1) * 100) if prev else ""
-    if field in ("change_interval", "change_significance"):
-        if not prev or prev[0] != step:       # across steps nothing was interleaved: no interval
+        return fmt.speedup(med("rps") / med("rps", *stock)) if stock and not on_cpu(stock) else ""
+    if field == "cpu_vs_stock":
+        return fmt.speedup(med("server_cpu") / med("server_cpu", *stock)) if stock and on_cpu(stock) else ""
+    if field in ("change_vs_previous_pct", "cpu_change_vs_previous_pct"):
+        key = "server_cpu" if field.startswith("cpu") else "rps"
+        if not prev or on_cpu(prev) != (key == "server_cpu"):
             return ""
-        d = _compare([r["rps"] for r in _reps(run, *prev)], [r["rps"] for r in reps])
-        if field == "change_significance":
+        return fmt.percent_change((med(key) / med(key, *prev) - 1) * 100)
+    if field in ("change_interval", "change_significance", "cpu_change_interval", "cpu_change_significance"):
+        key = "server_cpu" if field.startswith("cpu") else "rps"
+        if not prev or prev[0] != step or on_cpu(prev) != (key == "server_cpu"):   # across steps: no interval
+            return ""
+        d = _compare([r[key] for r in _reps(run, *prev)], [r[key] for r in reps])
+        if field.endswith("significance"):
             return fmt.significance(d.significant, d.low is not None)
         return fmt.pct_interval(None if d.low is None else (d.low - 1) * 100,
                                 None if d.high is None else (d.high - 1) * 100, d.level)
@@ -156,6 +172,8 @@ def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
             return ""
         if field == "step_first_label":
             return next(v.label for v in step_variants(step, run.context) if v.name == first)
+        if on_cpu((step, first)):
+            return ""                          # read on CPU per request: cpu_vs_first
         if field == "vs_step_first":
             return fmt.speedup(med("rps") / med("rps", step, first))
         if variant == first:

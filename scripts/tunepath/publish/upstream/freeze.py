@@ -236,6 +236,9 @@ class Freezer:
         else:
             run = self._run(a, out, where)
             charts = [c for c in d.get("charts") or () if c.get("run_id") == run["run_id"]]
+            if not charts and run.get("emulated"):      # never charted: its figures check the commands
+                return ("*No chart: this run's server was emulated (QEMU), so its figures show that the "
+                        "commands work, not how fast Tomcat is.*")
         if not charts:
             raise TunepathError(f"{where}: step {a['step']!r} has no chart {a.get('id') or 'of the chosen run'}")
         return "\n\n".join(self.image(c, out, where) for c in charts)
