@@ -42,6 +42,9 @@ def test_each_step_has_one_page_and_no_page_carries_a_position():
     for path, meta in pages.items():
         assert "weight" not in meta, f"{path.name}: its place comes from the step registry, not `weight:`"
         assert not re.match(r"^\d", path.name), f"{path.name}: page names carry no number"
+        if meta.get("extra") == "true":     # a page that is no step (the method page): no step, last in the nav
+            assert "step" not in meta, f"{path.name}: an extra page has no step"
+            continue
         assert meta.get("step") in REGISTRY.names, f"{path.name}: step {meta.get('step')!r} is no registered step"
         by_step.setdefault(meta["step"], []).append(path.name)
     assert {s.name: [f"{s.page}.md"] for s in STEPS} == by_step
@@ -174,6 +177,6 @@ def test_a_toy_step_is_one_module_one_order_line_and_one_page(tmp_path):
     assert "maxKeepAliveRequests=&#34;10000&#34;" in html or 'maxKeepAliveRequests="10000"' in html
     assert "toy-run" in html and (project / "static" / "notebooks" / "10-keepalive.html").is_file()
     nav = re.findall(r'lp-nav-num">([^<]+)</span>\s*<span class="lp-nav-text">([^<]+)<', html)
-    assert ("10", "Keep-alive limits") in nav and nav[-1][0] == "14", nav
+    assert ("10", "Keep-alive limits") in nav and nav[-2][0] == "14" and nav[-1][0] == "·", nav
     order = json.loads((project / "data" / "path.json").read_text())["steps"]
     assert [s["name"] for s in order][8:11] == ["proxy", "keepalive", "thread-sweep"]

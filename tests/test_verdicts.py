@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import json
 
 import pytest
@@ -44,7 +46,7 @@ def test_reference_runs_say_they_cannot_be_tested(recorded):
     for v in found:
         assert v.significant is None and v.why == "reference" and v.low_pct is None
         assert v.sentence.endswith("no verdict: a reference run is a single measurement"), v.sentence
-        assert v.figure == CPU   # wrk2 at a fixed rate: never judged on requests/s
+        assert v.figure == RPS   # wrk2 offered -R500000, far past what it served: requests/s is a measurement
 
 
 def test_the_emulated_run_gives_no_verdict(recorded):
@@ -100,10 +102,14 @@ def test_the_step_data_carries_the_verdicts(recorded):
 
 # --- synthetic pairs: which figure decides -------------------------------------------------------------
 
-def row(variant: str, rps: list[float], cpu: list[float], *, tool: str = "wrk2", dropped: int = 0, p99: float = 2.0):
-    rate = 1000.0 if tool == "wrk2" else None
+def row(variant: str, rps: list[float], cpu: list[float], *, tool: str = "wrk2", dropped: int = 0, p99: float = 2.0,
+        offered: float | None = None):
+    """A frame row; wrk2 offered what it served unless ``offered`` says more."""
+    served = statistics.median(rps)
+    rate = (offered or served) if tool == "wrk2" else None
     return {"run_id": LAB, "step": "connectors", "variant": variant, "label": variant.upper(), "tool": tool,
-            "offered_rate": rate, "rps_values": rps, "cpu_values": cpu, "n": len(rps), "dropped": dropped,
+            "offered_rate": rate, "requests_per_sec": served,
+            "rps_values": rps, "cpu_values": cpu, "n": len(rps), "dropped": dropped,
             "p99_ms": p99, "previous_variant": None, "previous_label": None}
 
 
@@ -132,6 +138,14 @@ def test_a_closed_loop_pair_is_decided_on_requests_per_second(recorded):
     assert closed.figure == RPS and closed.significant is True and "requests/s" in closed.sentence
     flat = pair(recorded, row("nio", FLAT, LOW, tool="wrk"), row("nio2", FLAT, HIGH, tool="wrk"))
     assert flat.figure == RPS and flat.significant is False
+
+
+def test_an_offered_rate_the_server_fell_far_short_of_is_judged_on_requests_per_second(recorded):
+    """As in the original's reference runs: wrk2's rate far past capacity, so requests/s is what was served."""
+    short = pair(recorded, row("nio", LOW, FLAT, offered=500000.0), row("nio2", HIGH, FLAT, offered=500000.0))
+    assert short.figure == RPS and short.significant is True
+    one_served = pair(recorded, row("nio", LOW, FLAT, offered=500000.0), row("nio2", HIGH, FLAT))
+    assert one_served.figure == CPU
 
 
 def test_an_open_and_a_closed_loop_variant_are_compared_on_cpu(recorded):

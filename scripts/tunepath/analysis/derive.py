@@ -49,7 +49,7 @@ def rate_is_offered(row: dict) -> bool:
     return _ok(offered) and _ok(rps) and rps >= offered * (1 - THRESHOLDS.rate_shortfall_pct / 100.0)
 
 
-def _on_rps(a: dict | None, b: dict) -> bool:
+def on_rps(a: dict | None, b: dict) -> bool:
     """A pair is compared on requests/s unless either side's requests/s is just its offered rate."""
     return not rate_is_offered(b) and (a is None or not rate_is_offered(a))
 
@@ -67,7 +67,7 @@ def derive(rows: list[dict], path, emulated: bool = False) -> None:
                  cpu_change_low=None, cpu_change_high=None, cpu_change_significant=None, cpu_change_level=None)
     for i, r in enumerate([] if emulated else seq):
         rps, cpu = r["requests_per_sec"], r["server_cpu_us_per_req"]
-        if stock and not _on_rps(stock, r):
+        if stock and not on_rps(stock, r):
             if _ok(stock["server_cpu_us_per_req"]) and _ok(cpu):
                 r["cpu_vs_stock"] = cpu / stock["server_cpu_us_per_req"]
         elif stock and _ok(stock["requests_per_sec"]) and _ok(rps):
@@ -77,7 +77,7 @@ def derive(rows: list[dict], path, emulated: bool = False) -> None:
             r["previous_variant"] = f"{prev['step']}/{prev['variant']}"
             r["previous_label"] = prev["label"]
             r["previous_requests_per_sec"] = prev["requests_per_sec"]
-            if not _on_rps(prev, r):
+            if not on_rps(prev, r):
                 _cpu_change(prev, r)
             elif _ok(prev["requests_per_sec"]) and _ok(rps):
                 r["change_vs_previous_pct"] = (rps / prev["requests_per_sec"] - 1.0) * 100.0
@@ -119,7 +119,7 @@ def _derive_comparisons(rows: list[dict], path, emulated: bool = False) -> None:
         first = mine[0]
         for r in mine:
             r["step_first_label"] = first["label"]
-            if _on_rps(first, r) and _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
+            if on_rps(first, r) and _ok(first["requests_per_sec"]) and _ok(r["requests_per_sec"]):
                 r["vs_step_first"] = r["requests_per_sec"] / first["requests_per_sec"]
                 if r is not first:
                     r.update(_difference(first, r, "vs_first"))

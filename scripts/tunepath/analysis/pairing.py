@@ -8,22 +8,20 @@ load settings are not part of it: they are what a comparison of one host kind sh
 
 **The default pair** is chosen among pairs that measured at least one configuration in common
 (a pair with nothing in common has no ratio to show) and never includes a run on an emulated
-server (its figures test commands, not performance). In this order:
-
-1. the newest pair of runs of the same host kind;
-2. else the newest two live runs;
-3. else the two servers nearest in size (the smaller ratio of their CPU counts), then the pair
-   with the most configurations in common, then the newest.
+server (its figures test commands, not performance). It is the newest pair of runs of the same
+host kind: set side by side, two different machines show the machines, not the effect of a change
+(the NUMA step's page says not to compare its two reference servers), so such a pair is listed
+but never opened first.
 
 "Newest" compares the later run of each pair first (its recorded date, then its run id), then
-the earlier one. With no pair that has anything in common there is no default pair.
+the earlier one. With no pair of one host kind that has anything in common there is no default
+pair.
 
     pick = choose_default(runs, frame)       # Pick(a, b, rule) or None
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,9 +34,6 @@ __all__ = ["HostKind", "Pick", "host_kind", "same_kind", "common_ground", "choos
 
 RULES = {
     "host-kind": "the newest two runs of the same host kind ({kind})",
-    "live": "the newest two live runs (no two runs with a configuration in common share a host kind)",
-    "nearest": ("the two servers nearest in CPU count (no two runs with a configuration in common share a host "
-                "kind, and no two live runs have one in common)"),
 }
 
 
@@ -109,11 +104,6 @@ def common_ground(a: "Run", b: "Run", frame: "pd.DataFrame | None") -> int | Non
     return None if ma is None or mb is None else len(ma & mb)
 
 
-def _size_ratio(a: "Run", b: "Run") -> float:
-    ca, cb = a.server.cpus, b.server.cpus
-    return max(ca, cb) / min(ca, cb) if ca and cb else math.inf
-
-
 def choose_default(runs: list["Run"], frame: "pd.DataFrame | None" = None) -> Pick | None:
     """The pair the comparison opens on, by the rules of this module's docstring. Without a
     ``frame`` the pairs' common ground is not known and is not required."""
@@ -127,8 +117,4 @@ def choose_default(runs: list["Run"], frame: "pd.DataFrame | None" = None) -> Pi
     same = [(a, b) for a, b in pairs if same_kind(a, b)]
     if same:
         return Pick(*same[0], RULES["host-kind"].format(kind=host_kind(same[0][0])))
-    live = [(a, b) for a, b in pairs if a.kind == b.kind == "live"]
-    if live:
-        return Pick(*live[0], RULES["live"])
-    a, b = min(pairs, key=lambda p: (_size_ratio(*p), -(common[p[0].run_id, p[1].run_id] or 0)))  # stable: newest
-    return Pick(a, b, RULES["nearest"])
+    return None

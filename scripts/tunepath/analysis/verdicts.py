@@ -10,11 +10,13 @@ sweep's reading of its best (Holm over every pair of counts) is the step's ``ana
 these.
 
 The figure a verdict is reached on can differ from pair to pair. Where the load offered a fixed
-rate (open loop: wrk2), requests per second is the offered rate and says nothing: the pair is judged
-on Tomcat's CPU time per request (lower is less CPU; the sign says which way, not "better"), with
-both sides' median p99 latency beside it. Requests per second decides only where *both* sides ran
-closed loop (wrk, ab, siege, JMeter), so a pair of an open- and a closed-loop variant (the
-load-generators step) is judged on CPU per request too. Nothing here reads the frames'
+rate and served it, requests per second is the offered rate and says nothing: the pair is judged on
+Tomcat's CPU time per request (lower is less CPU; the sign says which way, not "better"), with both
+sides' median p99 latency beside it. Requests per second decides only where neither side served a
+fixed offered rate (closed loop: wrk, ab, siege, JMeter; or wrk2 offered far more than Tomcat
+served, as in the original's reference runs), so a pair of an open- and a closed-loop variant (the
+load-generators step) is judged on CPU per request. The rule is :func:`tunepath.analysis.derive.on_rps`,
+the one the derived ratios follow. Nothing here reads the frames'
 ``*_significant`` columns: each verdict is computed from the values of its own figure.
 
 No verdict where it would mean nothing: an emulated server (its figures test the commands), a
@@ -29,10 +31,10 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
-from tunepath.analysis import stats
+from tunepath.analysis import derive, stats
 from tunepath.publish import formatting as fmt
 
-__all__ = ["Verdict", "step_verdicts", "figure_for", "open_loop", "host_words", "RPS", "CPU", "LEVEL", "WHY"]
+__all__ = ["Verdict", "step_verdicts", "figure_for", "host_words", "RPS", "CPU", "LEVEL", "WHY"]
 
 RPS, CPU = "requests_per_sec", "server_cpu_us_per_req"
 WORDS = {RPS: "requests/s", CPU: "server CPU per request"}
@@ -120,14 +122,10 @@ def _number(value) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def open_loop(row: dict) -> bool:
-    """The load offered a fixed rate (wrk2): its requests/s is that rate, not a measurement."""
-    return row.get("tool") == "wrk2" or _number(row.get("offered_rate")) is not None
-
-
 def figure_for(a: dict | None, b: dict) -> str:
-    """What a pair is judged on: requests/s only where both sides ran closed loop."""
-    return RPS if not open_loop(b) and (a is None or not open_loop(a)) else CPU
+    """What a pair is judged on: the same rule as the derived figures (analysis/derive.py):
+    requests/s unless either side served a fixed offered rate, whose requests/s is that rate."""
+    return RPS if derive.on_rps(a, b) else CPU
 
 
 def host_words(run) -> str:

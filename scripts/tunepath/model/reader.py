@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from tunepath.model.context import HostContext
 from tunepath.model.shell import PLACEHOLDERS, PORT_PLACEHOLDER
 
-__all__ = ["Variable", "VARIABLES", "Binding", "reader_context", "bindings", "bind", "used"]
+__all__ = ["Variable", "VARIABLES", "Binding", "reader_context", "path_context", "bindings", "bind", "used"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,21 @@ def reader_context(ctx: HostContext) -> HostContext:
     if not ctx.open_loop:         # Debian's closed-loop wrk is `wrk` everywhere: no variable for it
         values.pop("load_generator")
     return replace(ctx, **values, loopback=ctx.on_loopback)
+
+
+def path_context(ctx: HostContext) -> HostContext:
+    """What a page prints for a reader: :func:`reader_context` without the run's own choices. No CPU
+    pinning (a lab's server and client share one kernel), the path's CPU sets and queue count (the
+    original's host), and the path's load (the original's threads, connections and rate) in place
+    of a probed test rate. A rate sweep keeps its points, which are its variants. A run's literal
+    commands stay in its folded "as run" block."""
+    path = HostContext()
+    return replace(reader_context(ctx), server_pin_cpus=(), client_pin_cpus=(), fixed_cpus=(),
+                   total_cpus=path.total_cpus, baseline_cpus=path.baseline_cpus, numa_cpus=path.numa_cpus,
+                   nic_queues=path.nic_queues, threads=path.threads, connections=path.connections,
+                   rate=path.rate, sweep_rates=ctx.rates, sweep_warmup_rate=ctx.warmup_rate,
+                   smoke_threads=path.smoke_threads, smoke_connections=path.smoke_connections,
+                   smoke_rate=path.smoke_rate)
 
 
 def _note(var: Variable, value: str) -> str:

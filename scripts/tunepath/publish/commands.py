@@ -1,8 +1,8 @@
 """A run's command blocks as a page shows them: the reader's command, and the command as run.
 
 Each block of a step is rendered twice from the step's template (``Step.plan``): for the reader
-(:func:`tunepath.model.reader.reader_context`: the path's variables where a host has its own
-value) and for the run's recorded context. The second is what the run executed; where the run
+(:func:`tunepath.model.reader.path_context`: the path's variables where a host has its own
+value, and the path's CPUs and load, never a run's own choice) and for the run's recorded context. The second is what the run executed; where the run
 recorded a block whose text differs (the step's command changed since), the recorded text is
 shown instead and the block says so (``as_recorded``). The run's values of the variables
 (:func:`tunepath.model.reader.bindings`) go with them. Shapes: ``docs/data-schema.md``.
@@ -11,7 +11,7 @@ shown instead and the block says so (``as_recorded``). The run's values of the v
 from __future__ import annotations
 
 from tunepath.evidence.store import Run
-from tunepath.model.reader import bindings, reader_context, used
+from tunepath.model.reader import bindings, path_context, used
 
 __all__ = ["commands_entry", "bindings_entry", "reader_verification_commands"]
 
@@ -37,11 +37,18 @@ def commands_entry(run: Run, definition) -> dict:
     recorded, executed = _recorded(run, definition.name), _executed(run, definition.name)
     planned = {b.id: b for b in definition.plan(run.context)}
     out = {}
-    for b in definition.plan(reader_context(run.context)):
+    for b in definition.plan(path_context(run.context)):
         entry = b.to_dict()
-        rec = recorded.get(b.id) or ({"outcome": "ran"} if planned[b.id].text in executed else {})
-        as_run = rec.get("text", planned[b.id].text)
-        entry.update(as_run=as_run, recorded=bool(rec), as_recorded=as_run != planned[b.id].text,
+        mine = planned.get(b.id)
+        if mine is None and b.id not in recorded:
+            # a block the reader's host needs and this run's did not (a lab that keeps every CPU)
+            entry.update(as_run="", recorded=False, as_recorded=False, variables=used(b.text + "\n" + b.title),
+                         outcome="skipped", reason="this run's host did not need it")
+            out[b.id] = entry
+            continue
+        rec = recorded.get(b.id) or ({"outcome": "ran"} if mine.text in executed else {})
+        as_run = rec.get("text", mine.text if mine else "")
+        entry.update(as_run=as_run, recorded=bool(rec), as_recorded=mine is not None and as_run != mine.text,
                      variables=used(b.text + "\n" + b.title))
         if rec.get("outcome"):
             entry["outcome"] = rec["outcome"]
@@ -60,4 +67,4 @@ def bindings_entry(run: Run) -> list[dict]:
 
 def reader_verification_commands(run: Run, definition) -> dict[str, str]:
     """The step's verification commands for a reader (what the page shows where the run recorded none)."""
-    return definition.verify_commands(reader_context(run.context))
+    return definition.verify_commands(path_context(run.context))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunepath.publish import formatting as fmt
+from tunepath.publish.answer import RunFacts, step_answer
 from tunepath.publish.display import (PERCENTILES, clean, display, num, placement_text, precision_display,
                                       warmup_text)
 from tunepath.analysis.jvmfacts import JVM_COLUMNS
@@ -256,10 +257,12 @@ def step_document(s, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
     ordered = sorted((r for r in runs if s.name in r.steps()), key=lambda r: r.emulated)   # stable: emulated last
     blocks = [run_block(r, s, frame, path) for r in ordered]
     real = [b for b, r in zip(blocks, ordered) if not r.emulated]
+    answer = step_answer(s, [RunFacts.from_block(r, b) for r, b in zip(ordered, blocks)])
     return {
         "step": s.name, "number": s.number, "title": s.title, "page": s.page,
         # the run the page is about: never an emulated server's
         "primary_run": (real or blocks)[0]["run_id"] if blocks else None,
+        "answer": answer.to_data() if answer else None,
         "notebook": notebook, "runs": blocks, "charts": charts, "historical": historical or [],
     }
 
@@ -298,7 +301,33 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                                       key=lambda r: path.sort_key(r["step"], r["variant"], run.context))]}
             for step in [s.name for s in path if s.name in set(others.step)]]
         hosts.append(loopback_everywhere(entry, run.server.name, _clients(run)))
-    return {"notebook": notebook, "hosts": hosts}
+    return {"notebook": notebook, "hosts": hosts, "changes": change_table(runs, frame, path)}
+
+
+def _facts(step, run: Run, frame: pd.DataFrame, path) -> RunFacts | None:
+    """What ``step``'s answer reads of ``run`` (None: the run has nothing of the step)."""
+    run_rows = frame[frame.run_id == run.run_id].to_dict("records")
+    rows = sorted((r for r in run_rows if r["step"] == step.name),
+                  key=lambda r: path.sort_key(step.name, r["variant"], run.context))
+    skipped = tuple((s.variant, s.reader_reason()) for s in run.skipped if s.step == step.name)
+    if not rows and not skipped:
+        return None
+    return RunFacts(run, tuple(step_verdicts(step, run, rows, run_rows)), skipped, bool(rows))
+
+
+def change_table(runs: list[Run], frame: pd.DataFrame, path) -> list[dict]:
+    """The summary's "what to change" table: one row per step that changes something (its answer,
+    publish/answer.py), on the reference hosts and the newest live run; never an emulated server."""
+    real = [r for r in runs if not r.emulated]
+    out = []
+    for s in path:
+        if not s.change or s.kind not in ("tuning", "comparison", "sweep"):
+            continue
+        facts = [f for f in (_facts(s, r, frame, path) for r in real) if f is not None]
+        answer = step_answer(s, facts)
+        out.append({"step": s.name, "title": s.title, "page": s.page, "change": s.change,
+                    "hosts": [h.to_data() for h in answer.hosts] if answer else []})
+    return out
 
 
 def write_json(path: Path, document: dict) -> bool:

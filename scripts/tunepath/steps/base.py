@@ -65,6 +65,11 @@ class Step:
     title: str = ""
     kind: str = "comparison"
     why: str = ""                                 # what it changes and why: the notebook's introduction
+    # the answer its page opens with (publish/answer.py): what to change, in one line with its config
+    # or command (Markdown), and when not to; the variants whose comparisons answer it (all: ())
+    change: str = ""
+    avoid: str = ""
+    answer_variants: tuple[str, ...] = ()
     variants: tuple[Variant, ...] = ()
     verifications: tuple[str, ...] = ()           # commands whose output the run records (steps.commands)
     client_verifications: frozenset[str] = frozenset()   # … of those, run on the client

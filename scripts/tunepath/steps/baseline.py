@@ -24,6 +24,9 @@ class Baseline(Step):
     why = ("Measures three configurations of Tomcat on 8 online CPUs: as shipped, with the access-log valve "
            "removed, and with the HTTP connector's worker pool set to 7 threads. The stock figure is the "
            "reference every later step is compared with, on the same host only.")
+    change = 'In `conf/server.xml`, remove the `AccessLogValve`, and set the HTTP connector\'s `maxThreads` and `minSpareThreads` to the online CPUs minus one, with `maxKeepAliveRequests="500000"`.'
+    avoid = 'Keep the access log where you need it for auditing or troubleshooting. Where requests wait on a database or another service, size `maxThreads` up, not down.'
+    answer_variants = ('access-log-off', 'threads')
     variants = (
         Variant("stock", "Stock configuration", "Tomcat as shipped"),
         Variant("access-log-off", "Access log off", "AccessLogValve removed from server.xml"),

@@ -23,6 +23,8 @@ class Connectors(Step):
            "NIO with virtual threads (`useVirtualThreads=\"true\"`, which needs Java 21 or later). The blocking "
            "connector left Tomcat with 8.5/9.0 and the APR/native connector with 10.1. Each variant keeps the "
            "access log off and changes one thing.")
+    change = 'Keep the default NIO connector. Try NIO2 (`protocol="org.apache.coyote.http11.Http11Nio2Protocol"`) or `useVirtualThreads="true"` only with a measurement of your own.'
+    avoid = "Virtual threads help where requests block on a database or a remote call; this benchmark's servlet never blocks."
     variants = (
         Variant("nio", "NIO", "Http11NioProtocol with its platform-thread pool"),
         Variant("nio2", "NIO2", "Http11Nio2Protocol with its platform-thread pool"),

@@ -17,6 +17,8 @@ class Iommu(Step):
     title = "IOMMU passthrough"
     kind = "tuning"
     why = ('Boots the server with `iommu.strict=0 iommu.passthrough=1`, so that network DMA skips IOMMU translation and strict TLB invalidation.')
+    change = 'Boot with `iommu.strict=0 iommu.passthrough=1` on the kernel command line: a GRUB drop-in, `update-grub`, then a reboot.'
+    avoid = 'Not where devices must stay isolated from memory they do not own: passthrough removes DMA protection for the default domain (devices assigned to virtual machines, untrusted devices).'
     variants = (Variant("iommu-passthrough", "IOMMU passthrough", "iommu.strict=0 iommu.passthrough=1"),)
     verifications = ("dmesg-iommu",)
     disruptive_needs = {"iommu-passthrough": ("iommu-passthrough", "move-cpus", "set-queues")}

@@ -48,6 +48,8 @@ class Jvm(Step):
     why = ("Sweeps the heap (`-Xms` = `-Xmx` from 256 MB to 2 GB), compares G1 (the default) with the Parallel "
            "collector, and tries `-XX:+UseLargePages` and `-XX:+UseTransparentHugePages`, reading the JVM's own "
            "warnings to tell when it could not get large pages.")
+    change = 'Set the heap with `-Xms` equal to `-Xmx` in `bin/setenv.sh` (`CATALINA_OPTS`), and keep the default G1 collector unless your own measurement says otherwise.'
+    avoid = "Do not size the heap beyond the server's free memory. Large pages need huge pages reserved by the kernel first (`vm.nr_hugepages`); without them the JVM warns and falls back."
     variants = (
         Variant("heap-256m", "Heap 256 MB", "-Xms256m -Xmx256m"),
         Variant("heap-512m", "Heap 512 MB", "-Xms512m -Xmx512m"),

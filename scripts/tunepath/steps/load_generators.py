@@ -89,6 +89,8 @@ class LoadGenerators(Step):
            "connections, and records what each reports and how much client CPU it burns. wrk2 keeps a constant "
            "offered rate and corrects latency for coordinated omission; wrk, ab, siege and JMeter are closed "
            "loop.")
+    change = 'Measure with an open-loop, latency-corrected generator (wrk2 at a fixed rate, `-R`), and read server CPU per request and latency at that rate.'
+    avoid = 'Closed-loop tools (wrk, ab, siege, JMeter) slow down when the server does, so their latencies hide queueing. Use them to find a capacity, not to read latency.'
     variants = (
         Variant("wrk2", "wrk2 (open loop, constant rate)", "wrk2 at a constant offered rate, latency corrected"),
         Variant("wrk", "wrk (closed loop)", "Debian's wrk: each connection sends when the last answer arrived"),

@@ -18,6 +18,8 @@ class NicQueues(Step):
     kind = "tuning"
     why = ("Reduces the NIC's combined queues to the number of online CPUs, so that every queue's interrupts land on a CPU that is actually online.")
     # the name stays "queues-8" (the original's 8 CPUs) in every run; label and description give the real count
+    change = "Set the NIC's combined queues to the number of online CPUs: `sudo ethtool -L ${net} combined 8`."
+    avoid = "Leave the driver's default where every CPU is online and each queue already has a CPU of its own. The setting does not survive a reboot."
     variants = (Variant("queues-8", "8 NIC queues", "ethtool -L combined 8"),)
     verifications = ("ethtool-l",)
     probes = ("show-queues", "show-queues-after")

@@ -17,6 +17,8 @@ class Numa(Step):
     title = "Run Tomcat on the NIC's NUMA node"
     kind = "tuning"
     why = ('Moves the online CPUs to the NUMA node the NIC is attached to, so packets and the threads serving them share a node.')
+    change = "Put Tomcat's online CPUs on the NUMA node the NIC is attached to (read it from `/sys/class/net/${net}/device/numa_node`)."
+    avoid = 'Skip it on a one-node server, where there is nothing to move, and where the node file reads `-1` (no locality information).'
     variants = (Variant("numa-local", "CPUs on the NIC's NUMA node", "the online CPUs moved to the NIC's node"),)
     verifications = ("numactl-h", "nic-numa-node", "lscpu")
     probes = ("numa-topology", "nic-node")

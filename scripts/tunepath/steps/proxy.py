@@ -42,6 +42,8 @@ class Proxy(Step):
     why = ("Measures Tomcat directly, then through a private Apache httpd that forwards HTTP (mod_proxy_http) or "
            "AJP (mod_proxy_ajp, and the Tomcat project's mod_jk, to Tomcat's AJP connector, which requires a per-run "
            "secret that is never recorded).")
+    change = 'Where you need a front end, forward HTTP with `mod_proxy_http` (`ProxyPass / http://127.0.0.1:8080/`); AJP needs a `secret` on both sides.'
+    avoid = 'Do not add a proxy for speed: each hop adds work and latency. Add it for what it gives (TLS termination, static files, one entry point).'
     variants = (
         Variant("direct", "Tomcat direct", "the client talks to Tomcat's HTTP connector"),
         Variant("http", "httpd + mod_proxy_http", "Apache httpd forwards HTTP to Tomcat's HTTP connector"),

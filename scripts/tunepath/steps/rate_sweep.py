@@ -41,6 +41,8 @@ class RateSweep(SweepStep):
            "of it, until the objective is missed at two rates in a row or the server serves less than 95 % of "
            "the offered rate; with time left it measures the points nearest the boundary again and flags those "
            "whose repetitions disagree. With Debian's wrk (closed loop) the step is recorded as skipped.")
+    change = "Find the server's capacity: sweep wrk2's offered rate, and read the highest rate whose p99 latency stays within your objective."
+    avoid = 'Do not read figures at a rate the server could not keep up with: wrk2 then measures its own backlog, in seconds.'
     notebook_parameters = (("slo_ms", "10.0", "the rate sweep's latency objective, in ms"),
                            ("slo_percentile", '"99"', "… at this percentile"))
     notebook_cells = (

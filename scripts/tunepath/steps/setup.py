@@ -26,6 +26,8 @@ class Setup(Step):
     title = "Set up Tomcat, the JDK and wrk2"
     kind = "setup"
     why = ('Installs a JDK and Apache Tomcat 11 on the server, opens the examples webapp to remote clients, builds wrk2 on the client (with the project’s patch, so an Arm client works too) and runs a short smoke test at a modest constant rate, to prove the pair can talk before any tuning starts.')
+    change = 'Install a JDK and Tomcat 11 on the server, build wrk2 on the client, and check with a short smoke test that Tomcat answers the client.'
+    avoid = "Do not benchmark on a server that runs other work, or with a client that shares the server's CPUs: the figures then measure both."
     variants = (Variant("smoke", "Smoke test", "stock Tomcat at the smoke-test load", smoke=True),)
     verifications = ("tomcat-version",)
 

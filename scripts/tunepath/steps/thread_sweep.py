@@ -27,6 +27,8 @@ class ThreadSweep(SweepStep):
            "and names the best count (the least server CPU per request where the load offered a fixed rate, "
            "the highest median throughput where it did not), with the counts that cannot be told apart "
            "from it after Holm's correction for multiple comparisons.")
+    change = 'Sweep `maxThreads` on your own host and keep the count with the least server CPU per request within your latency objective, not a rule of thumb.'
+    avoid = 'Do not carry a count from one host or application to another: requests that block need more threads than cores.'
     notebook_cells = (
         ("markdown", "## The best thread count per run\n\nThe least server CPU per request (open loop; the highest "
                      "median throughput closed loop), and the thread counts "

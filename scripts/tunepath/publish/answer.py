@@ -1,0 +1,175 @@
+"""The answer a step page opens with: what to change, what it did on each kind of host, when not to.
+
+:func:`step_answer` builds it from the step's own words (``Step.change``, ``Step.avoid``,
+``Step.answer_variants``) and the verdicts its runs already carry
+(:mod:`tunepath.analysis.verdicts`). Nothing is typed in: every figure comes from a verdict.
+
+Each kind of host gets one :class:`HostAnswer`:
+
+- a published reference run: its single measurement, said so (never a verdict);
+- the newest live run on real hosts: each answering comparison's 95 % verdict in words;
+- an emulated server: that it checked the commands, and no figure (it measures the emulator).
+
+A host that skipped the step says why. The summary's "what to change" table reads the same
+records (:func:`change_rows`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from tunepath.analysis.verdicts import WORDS, Verdict, host_words
+from tunepath.publish import formatting as fmt
+
+__all__ = ["Answer", "HostAnswer", "RunFacts", "step_answer", "verdict_words", "verdict_short", "verdict_class"]
+
+
+@dataclass(frozen=True)
+class HostAnswer:
+    """What the step did on one host: ``who`` (the host and how it was measured), one line per
+    answering comparison, or why there is none (``skipped``, or ``note`` for an emulated server)."""
+
+    run_id: str
+    kind: str                     # reference | live | emulated
+    who: str
+    lines: tuple[tuple[str, str, str], ...] = ()     # (verdict class, words, the same in a few words)
+    note: str = ""
+
+    @property
+    def brief(self) -> str:
+        """All of it in one short line, for the summary's table: a reference run's every comparison;
+        a live run's real differences, then how many showed none or got no verdict."""
+        if self.note:
+            return self.note
+        if self.kind == "reference":
+            return "; ".join(short for _, _, short in self.lines)
+        real = [short for c, _, short in self.lines if c == "significant"]
+        none = sum(1 for c, _, _ in self.lines if c == "not-significant")
+        undecided = sum(1 for c, _, _ in self.lines if c == "none")
+        rest = [f"{n} {'other ' if real else ''}comparison{'s' if n != 1 else ''}: no difference shown at 95 %"
+                for n in (none,) if n]
+        rest += [f"{n} without a verdict" for n in (undecided,) if n]
+        return "; ".join(real + rest)
+
+    def to_data(self) -> dict:
+        d = asdict(self)
+        d["lines"] = [{"verdict": c, "text": t, "short": s} for c, t, s in self.lines]
+        d["brief"] = self.brief
+        return d
+
+
+@dataclass(frozen=True)
+class Answer:
+    change: str
+    avoid: str
+    hosts: tuple[HostAnswer, ...] = field(default_factory=tuple)
+
+    def to_data(self) -> dict:
+        return {"change": self.change, "avoid": self.avoid, "hosts": [h.to_data() for h in self.hosts]}
+
+
+def verdict_class(v: Verdict) -> str:
+    """``significant``, ``not-significant`` or ``none`` (no verdict)."""
+    if v.significant is None:
+        return "none"
+    return "significant" if v.significant else "not-significant"
+
+
+def verdict_words(v: Verdict) -> str:
+    """One comparison for a reader: the change, then the 95 % verdict in words.
+
+    "NIO2 against NIO: −17.10 % server CPU per request; the 95 % interval (−40.00 % to +3.00 %)
+    includes no change, so no difference is shown at 95 %"."""
+    said = f"{v.change} against {v.against}: "
+    said += f"{fmt.percent_change(v.change_pct)} {WORDS[v.figure]}" if v.change_pct is not None else WORDS[v.figure]
+    if v.why == "reference":
+        return f"{said}, one measurement each, so no verdict"
+    if v.significant is None:
+        return f"{said}; no verdict: {v.reason}"
+    interval = f"{fmt.percent_change(v.low_pct)} to {fmt.percent_change(v.high_pct)}"
+    level = fmt.level(v.level)
+    if v.significant:
+        return f"{said}, a real difference at 95 % ({level} interval {interval})"
+    return f"{said}; its {level} interval ({interval}) includes no change, so no difference is shown at 95 %"
+
+
+_SHORT = {"requests_per_sec": "requests/s", "server_cpu_us_per_req": "CPU/request"}
+
+
+def verdict_short(v: Verdict) -> str:
+    """The same in a few words, for the summary's table: "NIO2: −17.10 % CPU/request, no difference
+    shown at 95 %"."""
+    said = f"{v.change}: " + (f"{fmt.percent_change(v.change_pct)} {_SHORT[v.figure]}" if v.change_pct is not None
+                               else _SHORT[v.figure])
+    if v.why == "reference":
+        return f"{said}, one run"
+    if v.significant is None:
+        return f"{said}, no verdict"
+    return f"{said}, {'a real difference' if v.significant else 'no difference shown'} at 95 %"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the answer reads of one run of the step: its verdicts, why variants were skipped, and
+    whether it measured anything."""
+
+    run: object
+    verdicts: tuple[Verdict, ...]
+    skipped: tuple[tuple[str, str], ...]     # (variant, reason as a reader reads it)
+    measured: bool
+
+    @classmethod
+    def from_block(cls, run, block: dict) -> "RunFacts":
+        """From a run's part of the step data (hugo_data.run_block)."""
+        return cls(run, tuple(Verdict(**v) for v in block.get("verdicts") or []),
+                   tuple((s.get("variant", ""), s.get("reason", "")) for s in block.get("skipped") or []),
+                   bool(block.get("measurements")))
+
+
+def _first_reason(reason: str) -> str:
+    """A skip reason's first clause, without the block it names ("move-cpus: the host has 1 NUMA
+    node: …" → "the host has 1 NUMA node: …"); its whole text stays in the run's evidence."""
+    first = reason.split(";")[0].strip()
+    return re.sub(r"^[a-z0-9]+(?:-[a-z0-9]+)+: ", "", first)
+
+
+def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
+    run = facts.run
+    kind = "emulated" if run.emulated else run.kind
+    if kind == "reference":
+        who = f"{run.server.name}, published reference run (a single measurement per configuration)"
+    elif kind == "emulated":
+        who = f"{run.server.name}, emulated server (QEMU)"
+    else:
+        where = host_words(run)
+        when = run.info.date or run.run_id
+        who = f"the lab ({run.server.name}), live run of {when}" if where == "the lab" else f"{run.server.name}, live run of {when}"
+    skipped = [reason for variant, reason in facts.skipped if not variants or variant in variants]
+    if not facts.measured and skipped:
+        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}")
+    if kind == "emulated":
+        return HostAnswer(run.run_id, kind, who,
+                          note="the commands ran; an emulator's speed says nothing about a server, so no figure")
+    lines = tuple((verdict_class(v), verdict_words(v), verdict_short(v)) for v in facts.verdicts if not variants or v.variant in variants)
+    if not lines:
+        return None
+    return HostAnswer(run.run_id, kind, who, lines)
+
+
+def step_answer(step, runs: list[RunFacts]) -> Answer | None:
+    """The answer box of ``step`` (None where the step has no ``change``): every reference run,
+    the newest live run on real hosts and the newest emulated one (``runs`` in the page's order)."""
+    if not step.change:
+        return None
+    hosts: list[HostAnswer] = []
+    seen: set[str] = set()
+    for facts in runs:
+        kind = "emulated" if facts.run.emulated else facts.run.kind
+        if kind != "reference" and kind in seen:
+            continue
+        host = _host(facts, step.answer_variants)
+        if host is not None:
+            hosts.append(host)
+            seen.add(kind)
+    return Answer(step.change, step.avoid, tuple(hosts))
