@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ROOT
 from tunepath.analysis.frames import measurements_frame, rate_is_offered
+from tunepath.analysis.result import StepResult
 from tunepath.evidence.store import RunStore
 from tunepath.steps import REGISTRY
 
@@ -92,11 +93,9 @@ def test_charts_read_cpu_per_request_and_skip_the_emulated_server(recorded, tmp_
     chart = charts.headline_chart(ref, set(), tmp_path, "summary", REFERENCE)
     assert "-throughput-" in chart.src and "Requests per second" in chart.caption
 
-    class Result:       # what Step.charts reads of a step's results
-        def __init__(self, step):
-            self.runs = [runs[EMULATED], runs[LAB]]
-            self.all_rows = frame
-            self.frame = frame[frame.step == step]
+    def Result(step):       # what Step.charts reads of a step's results
+        return StepResult(step, REGISTRY.get(step), REGISTRY, [runs[EMULATED], runs[LAB]],
+                          frame[frame.step == step], frame)
 
     for step in ("baseline", "thread-sweep"):
         drawn = REGISTRY.get(step).charts(Result(step), tmp_path)

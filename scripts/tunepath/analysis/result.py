@@ -35,6 +35,12 @@ class StepResult:
         """The step's command blocks for a run's hosts (the first run by default)."""
         return self.definition.plan(self.run(run_id).context)
 
+    @property
+    def charted_runs(self) -> list[Run]:
+        """The runs whose figures measure performance, and so may be charted, ranked or given a
+        best: never an emulated server's, whose figures check that the commands work."""
+        return [run for run in self.runs if not run.emulated]
+
     def run(self, run_id: str | None = None) -> Run:
         for run in self.runs:
             if run_id is None or run.run_id == run_id:

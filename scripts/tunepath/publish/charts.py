@@ -18,8 +18,9 @@ not with this module.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from tunepath.publish import chartbase as base
 from tunepath.publish import chartlayout as layout
@@ -62,7 +63,7 @@ def throughput_chart(rows: list[dict], highlight: set[str], static_dir: Path, na
     words = [f"Requests per second {base.where(rows, run_id)}.", words_.highlight_words(rows, lit),
              words_.stats_words(rows), words_.speedup_words(sum(bool(_gain(r)) for r in rows))]
     rel, narrow = base.emit(static_dir, name, ("throughput", rows, lit),
-                            lambda size: _throughput_figure(rows, lit, size), _render)
+                            lambda size: _bar_figure(rows, lit, size, _RPS), _render)
     listing = "; ".join(f"{r['label']}: {fmt.rate(r['requests_per_sec'])} req/s" for r in rows)
     return Chart(id=base.chart_id(name), run_id=run_id, src=rel, narrow_src=narrow, rows=base.keys(rows),
                  alt=f"Horizontal bar chart of requests per second on {rows[0]['server']} ({run_id}). {listing}.",
@@ -89,37 +90,11 @@ def cpu_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str
              "configuration served.", words_.highlight_words(rows, lit),
              words_.stats_words(rows, pairs=(("cpu_low", "cpu_high", "cpu_level"),)),
              "In brackets: the ratio to this run's stock configuration (below 1: less CPU per request)." if stock else ""]
-    rel, narrow = base.emit(static_dir, name, ("cpu", rows, lit), lambda size: _cpu_figure(rows, lit, size), _render)
+    rel, narrow = base.emit(static_dir, name, ("cpu", rows, lit), lambda size: _bar_figure(rows, lit, size, _CPU), _render)
     listing = "; ".join(f"{r['label']}: {fmt.micros(r['server_cpu_us_per_req'])}" for r in rows)
     return Chart(id=base.chart_id(name), run_id=run_id, src=rel, narrow_src=narrow, rows=base.keys(rows),
                  alt=f"Horizontal bar chart of server CPU time per request on {rows[0]['server']} ({run_id}). "
                      f"{listing}.", caption=" ".join(w for w in words if w))
-
-
-def _cpu_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> "Figure":
-    values = [r["server_cpu_us_per_req"] for r in rows]
-    fig = base.figure(figsize=(size.width, _height(rows, size)))
-    ax = fig.add_subplot()
-    y = _bars(ax, rows, values, lit, size)
-    ci = [(yi, r) for yi, r in zip(y, rows) if words_.has_interval(r, "cpu_low", "cpu_high")]
-    if ci:
-        base.whiskers(ax, [yi for yi, _ in ci], [r["server_cpu_us_per_req"] for _, r in ci],
-                      [r["cpu_low"] for _, r in ci], [r["cpu_high"] for _, r in ci])
-
-    def words(r: dict) -> str:
-        ratio = fmt.speedup(r.get("cpu_vs_stock"))
-        return fmt.micros(r["server_cpu_us_per_req"]) + ("" if not ratio else f"  ({ratio})" if size is layout.NARROW
-                                                         else f"  ({ratio} stock)")
-
-    labels = [layout.BarLabel(yi, v, (r["cpu_low"], r["cpu_high"]) if words_.has_interval(r, "cpu_low", "cpu_high")
-                              else None, words(r), base.HIGHLIGHT if h else base.CONTEXT)
-              for yi, r, v, h in zip(y, rows, values, lit)]
-    top = max(values + [r["cpu_high"] for _, r in ci]) or 1.0
-    ax.xaxis.set_major_formatter(base.formatter(lambda x, _pos: f"{x:,.0f}"))
-    layout.place_bar_labels(fig, ax, labels, size.small, top * 1.04, ())
-    ax.set_xlabel(layout.wrap("server CPU µs per request (lower is better)", size.line), fontsize=size.small)
-    ax.set_title(base.host_title("Server CPU per request", rows, size), loc="left", fontsize=size.font)
-    return fig
 
 
 def _categories(ax, y: list[float], labels: list[str], size: layout.Size, fontsize: float) -> None:
@@ -157,17 +132,45 @@ def _bars(ax, rows, values, lit, size: layout.Size) -> list[float]:
     return y
 
 
-def _throughput_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> "Figure":
-    values = [r["requests_per_sec"] if _finite(r["requests_per_sec"]) else 0.0 for r in rows]
+@dataclass(frozen=True)
+class _Bars:
+    """What one kind of bar chart draws: the figure (``key``), its interval's bounds, the words
+    beside each bar, the axis label and the title; ``offered`` marks a single offered rate."""
+
+    key: str
+    low: str
+    high: str
+    words: Callable[[dict, layout.Size], str]
+    xlabel: str
+    title: str
+    offered: bool = False
+
+
+def _cpu_words(r: dict, size: layout.Size) -> str:
+    ratio = fmt.speedup(r.get("cpu_vs_stock"))
+    return fmt.micros(r["server_cpu_us_per_req"]) + ("" if not ratio else f"  ({ratio})" if size is layout.NARROW
+                                                     else f"  ({ratio} stock)")
+
+
+_CPU = _Bars("server_cpu_us_per_req", "cpu_low", "cpu_high", _cpu_words,
+             "server CPU µs per request (lower is better)", "Server CPU per request")
+_RPS = _Bars("requests_per_sec", "rps_low", "rps_high", lambda r, size: fmt.rate(r["requests_per_sec"]) + _gain_words(r, size),
+             "requests per second (higher is better)", "Throughput", offered=True)
+
+
+def _bar_figure(rows: list[dict], lit: list[bool], size: layout.Size, spec: _Bars) -> "Figure":
+    """Horizontal bars of ``spec.key`` per measurement, with the interval of each median as whiskers
+    and, for requests/s, the offered rate as a dashed line where the rows share one."""
+    values = [r[spec.key] if _finite(r[spec.key]) else 0.0 for r in rows]
     fig = base.figure(figsize=(size.width, _height(rows, size)))
     ax = fig.add_subplot()
     y = _bars(ax, rows, values, lit, size)
-    ci = [(yi, r) for yi, r in zip(y, rows) if words_.has_interval(r, "rps_low", "rps_high")]
+    ci = [(yi, r) for yi, r in zip(y, rows) if words_.has_interval(r, spec.low, spec.high)]
     if ci:   # whiskers: the interval of the median over the repetitions
-        base.whiskers(ax, [yi for yi, _ in ci], [r["requests_per_sec"] for _, r in ci],
-                      [r["rps_low"] for _, r in ci], [r["rps_high"] for _, r in ci])
-    rates = sorted({r["offered_rate"] for r in rows if _finite(r["offered_rate"])})
-    xlabel = "requests per second (higher is better)"
+        base.whiskers(ax, [yi for yi, _ in ci], [r[spec.key] for _, r in ci],
+                      [r[spec.low] for _, r in ci], [r[spec.high] for _, r in ci])
+    rates = sorted({r["offered_rate"] for r in rows if _finite(r["offered_rate"])}) if spec.offered else []
+    xlabel = spec.xlabel
     if len(rates) == 1 and size is layout.NARROW:   # beside the bars only: the names above them stay clear
         ax.vlines([rates[0]] * len(y), [yi - 0.32 for yi in y], [yi + 0.27 for yi in y], color=base.OFFERED,
                   linestyle="--", linewidth=1, gid="ref-offered")
@@ -175,15 +178,14 @@ def _throughput_figure(rows: list[dict], lit: list[bool], size: layout.Size) -> 
         ax.axvline(rates[0], color=base.OFFERED, linestyle="--", linewidth=1, gid="ref-offered")
     if len(rates) == 1:
         xlabel += f"; dashed line: offered rate, {fmt.offered(rates[0])} req/s"
-    labels = [layout.BarLabel(yi, v, (r["rps_low"], r["rps_high"]) if words_.has_interval(r, "rps_low", "rps_high")
-                              else None, fmt.rate(r["requests_per_sec"]) + _gain_words(r, size),
-                              base.HIGHLIGHT if h else base.CONTEXT)
+    labels = [layout.BarLabel(yi, v, (r[spec.low], r[spec.high]) if words_.has_interval(r, spec.low, spec.high)
+                              else None, spec.words(r, size), base.HIGHLIGHT if h else base.CONTEXT)
               for yi, r, v, h in zip(y, rows, values, lit)]
-    top = max(values + rates + [r["rps_high"] for _, r in ci]) or 1.0
+    top = max(values + rates + [r[spec.high] for _, r in ci]) or 1.0
     ax.xaxis.set_major_formatter(base.formatter(lambda x, _pos: f"{x:,.0f}"))
     layout.place_bar_labels(fig, ax, labels, size.small, top * 1.04, tuple(rates[:1]) if len(rates) == 1 else ())
     ax.set_xlabel(layout.wrap(xlabel, size.line), fontsize=size.small)
-    ax.set_title(base.host_title("Throughput", rows, size), loc="left", fontsize=size.font)
+    ax.set_title(base.host_title(spec.title, rows, size), loc="left", fontsize=size.font)
     return fig
 
 

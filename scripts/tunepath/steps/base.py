@@ -216,8 +216,8 @@ class Step:
 
         highlight = {f"{r.step}/{r.variant}" for r in result.frame.itertuples()}
         out = []
-        for run in result.runs:
-            rows = [] if run.emulated else self.history(result, run)   # an emulated server's figures: never charted
+        for run in result.charted_runs:
+            rows = self.history(result, run)
             if rows:
                 out.append(chartlib.headline_chart(rows, highlight, static, self.name, run.run_id))
                 out.append(chartlib.latency_chart(rows, highlight, static, f"{self.name}-latency-{run.run_id}",

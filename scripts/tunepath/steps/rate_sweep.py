@@ -140,9 +140,7 @@ class RateSweep(SweepStep):
         from tunepath.publish.charts import rate_sweep_chart
 
         out = []
-        for run in result.runs:
-            if run.emulated:      # an emulated server's figures check commands: never charted
-                continue
+        for run in result.charted_runs:
             rows = result.frame[result.frame.run_id == run.run_id].to_dict("records")
             cap = self.capacity(result, run) if rows else None
             if cap is not None:

@@ -27,8 +27,8 @@ class Summary(Step):
         from tunepath.publish import charts as chartlib
 
         out = []
-        for run in result.runs:
-            rows = [] if run.emulated else self.history(result, run)   # an emulated server: never charted
+        for run in result.charted_runs:
+            rows = self.history(result, run)
             if not rows:
                 continue
             highlight = {f"{r['step']}/{r['variant']}" for r in rows}

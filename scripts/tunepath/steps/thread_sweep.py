@@ -78,7 +78,7 @@ class ThreadSweep(SweepStep):
         None for an emulated server."""
         from tunepath.analysis.verdicts import CPU, figure_for
 
-        if run.emulated:          # an emulated server's figures check commands: never ranked
+        if run not in result.charted_runs:      # an emulated server's figures check commands: never ranked
             return None
         rows = [r for r in result.frame[result.frame.run_id == run.run_id].to_dict("records")
                 if r["requests_per_sec"] and r["requests_per_sec"] > 0]
@@ -112,9 +112,7 @@ class ThreadSweep(SweepStep):
         from tunepath.publish.charts import thread_sweep_chart
 
         out = []
-        for run in result.runs:
-            if run.emulated:      # an emulated server's figures check commands: never charted
-                continue
+        for run in result.charted_runs:
             rows = result.frame[result.frame.run_id == run.run_id].to_dict("records")
             if rows:
                 best = self.best(result, run)
