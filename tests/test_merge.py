@@ -75,7 +75,7 @@ def test_interpolated_p99_is_better_than_the_upper_bound():
     assert (low, high) == (6.899, 7.379)
     assert est == pytest.approx(7.18, abs=0.01)
     assert "at p99:" in merged.exactness and "6.899" in merged.exactness and "7.379" in merged.exactness
-    assert "gap between neighbouring rows" in merged.exactness
+    assert "gap between neighboring rows" in merged.exactness
 
 
 @pytest.mark.parametrize("names", [

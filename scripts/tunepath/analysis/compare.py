@@ -217,7 +217,7 @@ def _run_summary(run: Run) -> dict:
     kind = host_kind(run)
     return {"run_id": run.run_id, "label": run.info.label, "kind": run.kind, "kind_label": run.info.kind_label,
             "server": run.server.name, "same_machine": run.same_machine, "emulated": run.emulated,
-            "host_kind": str(kind) if kind else None}
+            "arm": run.server.arm and not run.emulated, "host_kind": str(kind) if kind else None}
 
 
 def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:

@@ -133,7 +133,7 @@ def _steal_flag(host: str, steal, t: Thresholds) -> list[NoiseFlag]:
         return []
     return [_flag("steal", "requests_per_sec",
                   f"CPU steal {steal:.1f} % on the {host} during the measurement (threshold "
-                  f"{t.steal_pct:g} %): a neighbour on the same physical machine took CPU time", host)]
+                  f"{t.steal_pct:g} %): a neighbor on the same physical machine took CPU time", host)]
 
 
 def _own_cpu_s(host: str, entry: dict, same_machine: bool) -> float | None:

@@ -10,10 +10,15 @@ page needs it back as JSON.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["HostRecord", "Note", "Skipped", "Repetitions", "ClientPart", "LiveFigures", "RunInfo"]
 
+
+# CPU model names of Arm cores, as lscpu reports them or a reference run describes them
+ARM_CPU = re.compile(r"\b(arm|neoverse|cortex|graviton|ampere|altra|grace|kunpeng|a64fx|aarch64)\b", re.I)
 
 @dataclass(frozen=True)
 class HostRecord:
@@ -34,6 +39,13 @@ class HostRecord:
     def cpus(self) -> int | None:
         value = self.facts.get("cpus")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def arm(self) -> bool:
+        """Its CPU model is an Arm core (lscpu's model name: Neoverse-N1, Cortex-A72, "Arm
+        Neoverse-V2 (AWS Graviton4)", "NVIDIA Grace, Arm Neoverse-V2" …); unknown is not Arm."""
+        model = self.facts.get("cpu_model")
+        return isinstance(model, str) and bool(ARM_CPU.search(model))
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,7 @@ def _merge_spectra(reports, clients, total_rps) -> MergedLatency:
         percentiles[key] = (est, low, high)
     at = percentiles["99"]
     exactness = (f"Merged from {len(reports)} clients' HdrHistogram spectra ({total:,} requests): exact to "
-                 f"within the gap between neighbouring rows of each client's printed spectrum (at p99: "
+                 f"within the gap between neighboring rows of each client's printed spectrum (at p99: "
                  f"{at[0]:.3f} ms, certainly between {at[1]:.3f} and {at[2]:.3f} ms), then to HdrHistogram's "
                  f"three significant digits.")
     return MergedLatency(method="spectrum", percentiles=percentiles, total_count=total,

@@ -35,6 +35,7 @@ class HostAnswer:
     who: str
     lines: tuple[tuple[str, str, str], ...] = ()     # (verdict class, words, the same in a few words)
     note: str = ""
+    arm: bool = False             # the server is an Arm one (not emulated): what an export to Arm's repository shows
 
     @property
     def brief(self) -> str:
@@ -137,6 +138,7 @@ def _first_reason(reason: str) -> str:
 def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
     run = facts.run
     kind = "emulated" if run.emulated else run.kind
+    arm = run.server.arm and not run.emulated
     if kind == "reference":
         who = f"{run.server.name}, published reference run (a single measurement per configuration)"
     elif kind == "emulated":
@@ -147,14 +149,14 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
         who = f"the lab ({run.server.name}), live run of {when}" if where == "the lab" else f"{run.server.name}, live run of {when}"
     skipped = [reason for variant, reason in facts.skipped if not variants or variant in variants]
     if not facts.measured and skipped:
-        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}")
+        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm)
     if kind == "emulated":
         return HostAnswer(run.run_id, kind, who,
                           note="the commands ran; an emulator's speed says nothing about a server, so no figure")
     lines = tuple((verdict_class(v), verdict_words(v), verdict_short(v)) for v in facts.verdicts if not variants or v.variant in variants)
     if not lines:
         return None
-    return HostAnswer(run.run_id, kind, who, lines)
+    return HostAnswer(run.run_id, kind, who, lines, arm=arm)
 
 
 def step_answer(step, runs: list[RunFacts]) -> Answer | None:

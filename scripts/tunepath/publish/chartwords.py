@@ -55,7 +55,7 @@ def highlight_words(rows: list[dict], highlighted: list[bool], noun: str = "bars
     if k == 0 or k == len(rows):
         return ""
     mine = "; ".join(r["label"] for r, h in zip(rows, highlighted) if h)
-    return (f"Blue {noun}: this step's measurement{'s' if k > 1 else ''} ({mine}); grey {noun}: "
+    return (f"Blue {noun}: this step's measurement{'s' if k > 1 else ''} ({mine}); gray {noun}: "
             f"the same run's earlier steps, for context.")
 
 

@@ -121,6 +121,7 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
         "server": run.server.name, "server_desc": run.server.description,
         "client": run.client.description or run.client.name,
         "same_machine": run.same_machine, "emulated": run.info.emulated,
+        "arm": run.server.arm and not run.info.emulated,
         "kernel_cmdline_before": kernel_cmdline_entry(run),
         "date": run.info.date, "date_note": run.info.date_note,
         "versions": _versions(run), "source": run.info.source,

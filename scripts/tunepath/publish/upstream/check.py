@@ -106,6 +106,14 @@ def check_path(lp: Path) -> list[Problem]:
                                           "move it to a page of its own"))
     if rules.INDEX_FILE in parsed:
         problems += _check_index(parsed[rules.INDEX_FILE])
+        if lp.name == rules.UPSTREAM_SLUG:       # a revision of their path: its authors and its name stay
+            author = str(parsed[rules.INDEX_FILE].get("author") or "")
+            if rules.UPSTREAM_AUTHORS not in author:
+                problems.append(Problem(rules.INDEX_FILE, f"author {author!r} drops the path's own authors "
+                                                          f"({rules.UPSTREAM_AUTHORS})"))
+            if not any(rules.ATTRIBUTION.search(p.read_text(encoding="utf-8")) for p in pages.values()):
+                problems.append(Problem(lp.name, "no page names the path this one revises "
+                                                 "(Tune network workloads on Arm-based bare-metal instances)"))
     problems += _check_pages(parsed)
     problems += _check_files(lp, pages)
     return problems
@@ -209,6 +217,19 @@ def _check_body(lp: Path, name: str, body: str) -> list[Problem]:
         seen[key] = seen.get(key, 0) + 1
     out += [Problem(name, f"the alt text {k!r} is used for {n} images") for k, n in seen.items() if n > 1]
     out += [Problem(name, f"machine path {m.group(0)!r}") for m in rules.MACHINE_PATH.finditer(body)]
+    prose = _prose(re.sub(r"<!--.*?-->", "", body, flags=re.S))
+    words = len(prose.split())
+    if words > rules.PAGE_WORDS:
+        out.append(Problem(name, f"{words} words: the review guidance flags pages over {rules.PAGE_WORDS}"))
+    british = sorted({m.group(0).lower() for m in rules.BRITISH.finditer(prose)})
+    if british:
+        out.append(Problem(name, f"British spelling ({', '.join(british)}): the repository uses US English"))
+    for m in rules.AUDIT_IMAGE.finditer(prose):
+        read = m.group(1).strip()           # what the audit reads: the target, and a title only if it closed
+        cut = read.count('"') % 2 == 1 or (" " in read and not re.fullmatch(r'\S+\s+"[^"]*"', read))
+        if cut or ("://" not in read and read and not (lp / read.split()[0]).is_file()):
+            out.append(Problem(name, f"the repository's image audit reads {m.group(1)!r} as the image: "
+                                     "keep parentheses out of the caption"))
     if name != rules.NEXT_STEPS_FILE and not rules.PROVENANCE.search(body):
         out.append(Problem(name, "no provenance comment (<!-- tunepath export: … -->)"))
     return out

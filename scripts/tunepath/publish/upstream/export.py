@@ -11,6 +11,7 @@ The path is written into a staging directory, checked against the repository's r
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from tunepath.errors import TunepathError
-from tunepath.publish.upstream import rules
+from tunepath.publish.upstream import rules, tables
 from tunepath.publish.upstream.check import check_path, find_path, front_matter
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
 
@@ -41,9 +42,18 @@ class ExportResult:
 
 
 def page_file(step: str) -> str:
-    """The file name of a step's page upstream: the same slug as on this site, so links between
-    pages (``../connectors/``) keep working."""
-    return f"{step}.md"
+    """The file name of a step's page upstream: the revised path's own name for a step it has
+    (``2_baseline.md``), else ours (``connectors.md``)."""
+    return f"{rules.UPSTREAM_PAGES.get(step, step)}.md"
+
+
+def relink(text: str, pages: dict[str, str]) -> str:
+    """Links between our pages (``../baseline/``, ``summary/`` from the index, ``#anchor`` kept)
+    pointed at the pages' names upstream; ``pages``: our page name → its file name there."""
+    def swap(m: re.Match) -> str:
+        name = pages.get(m.group(2))
+        return f"]({'../'}{name.removesuffix('.md')}/{m.group(3) or ''})" if name else m.group(0)
+    return re.sub(r"\]\((\.\./)?([a-z0-9-]+)/(#[^)\s]*)?\)", swap, text)
 
 
 def _commit(project: Path) -> str:
@@ -62,36 +72,46 @@ def _provenance(frozen: Frozen, commit: str) -> str:
     return f"<!-- tunepath export: {text.replace('--', '- -')} -->"      # "--" may not appear in a comment
 
 
-def _page(meta: dict, frozen: Frozen, commit: str) -> str:
+def _page(meta: dict, frozen: Frozen, commit: str, pages: dict[str, str] | None = None) -> str:
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
-    return f"---\n{head}---\n\n{_provenance(frozen, commit)}\n\n{frozen.text.strip()}\n"
+    text = relink(frozen.text.strip(), pages or {})
+    return f"---\n{head}---\n\n{_provenance(frozen, commit)}\n\n{text}\n"
 
 
-def _sources(lp: Path) -> tuple[dict, str, dict[str, tuple[dict, str]]]:
-    """Our _index.md (front matter, body) and every step page, by step name."""
+def _sources(lp: Path) -> tuple[dict, str, dict[str, tuple[dict, str]], dict[str, tuple[dict, str]]]:
+    """Our _index.md (front matter, body), every step page by step name, and the pages that are no
+    step (``extra: true``, the method page) by file name."""
     index_meta, index_body = front_matter((lp / rules.INDEX_FILE).read_text(encoding="utf-8"))
     pages: dict[str, tuple[dict, str]] = {}
+    extras: dict[str, tuple[dict, str]] = {}
     for f in sorted(lp.glob("*.md")):
         if f.name == rules.INDEX_FILE:
             continue
         meta, body = front_matter(f.read_text(encoding="utf-8"))
+        if meta.get("extra") is True:
+            extras[f.name] = (meta, body)
+            continue
         if not meta.get("step"):
-            raise TunepathError(f"{f}: the page names no step (step: … in its front matter)")
+            raise TunepathError(f"{f}: the page names no step (step: … in its front matter, or extra: true)")
         pages[meta["step"]] = (meta, body)
-    return index_meta, index_body, pages
+    return index_meta, index_body, pages, extras
 
 
 def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[int, int, list[str]]:
     src = find_path(project)
-    index_meta, index_body, pages = _sources(src)
+    index_meta, index_body, pages, extras = _sources(src)
     lp_title = index_meta.get("title", "")
-    index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes")
+    index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes",
+                      author=f"{rules.UPSTREAM_AUTHORS}, {index_meta['author']}" if index_meta.get("author")
+                      else rules.UPSTREAM_AUTHORS)
+    names = {s["page"]: page_file(s["name"]) for s in freezer.data.order}     # our page → its file there
+    names.update({f.removesuffix(".md"): f for f in extras})
     # the repository's theme shows only the front matter of _index.md: its body becomes a page
     (staged / rules.INDEX_FILE).write_text(_page(index_meta, Frozen(""), commit), encoding="utf-8")
     frozen = freezer.page(index_body, "", f"{src.name}/{rules.INDEX_FILE}")
     overview = {"title": OVERVIEW_TITLE, "description": f"{OVERVIEW_DESCRIPTION} {lp_title}.",
                 "weight": 2, "layout": rules.LAYOUT}
-    (staged / OVERVIEW_FILE).write_text(_page(overview, frozen, commit), encoding="utf-8")
+    (staged / OVERVIEW_FILE).write_text(_page(overview, frozen, commit, names), encoding="utf-8")
     images: dict[str, Path] = dict(frozen.images)
     notes, weight = [], 2
     for step in freezer.data.order:
@@ -101,6 +121,9 @@ def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[
         meta, body = pages[name]
         weight += 1
         frozen = freezer.page(body, name, f"{src.name}/{page_file(name)}")
+        opening = tables.answer(freezer.data.steps.get(name, {}).get("answer"))
+        if opening:          # the answer first, as on the site
+            frozen.text = f"{opening}\n\n{frozen.text.lstrip()}"
         chosen = freezer.chosen
         if chosen and frozen.runs and all(r["run_id"] != chosen for r in frozen.runs):
             notes.append(f"{name}: run {chosen} has no figures here; shown: "
@@ -109,7 +132,14 @@ def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[
         out = {"title": title,
                "description": meta.get("description") or f"Step {step['number']} of {lp_title}: {title}.",
                "weight": weight, "layout": rules.LAYOUT}
-        (staged / page_file(name)).write_text(_page(out, frozen, commit), encoding="utf-8")
+        (staged / page_file(name)).write_text(_page(out, frozen, commit, names), encoding="utf-8")
+        images.update(frozen.images)
+    for file_name, (meta, body) in extras.items():      # after the steps, as on the site
+        weight += 1
+        frozen = freezer.page(body, "", f"{src.name}/{file_name}")
+        out = {"title": meta.get("title") or file_name, "description": meta.get("description") or lp_title,
+               "weight": weight, "layout": rules.LAYOUT}
+        (staged / file_name).write_text(_page(out, frozen, commit, names), encoding="utf-8")
         images.update(frozen.images)
     nxt = {"title": rules.NEXT_STEPS_TITLE, "weight": weight + 1, "layout": rules.LAYOUT}
     (staged / rules.NEXT_STEPS_FILE).write_text(
@@ -134,7 +164,8 @@ def export_upstream(project: Path, dest: Path, run: str | None = None) -> Export
     project, dest = Path(project).resolve(), Path(dest).resolve()
     if dest.exists() and not dest.is_dir():
         raise TunepathError(f"--upstream {dest} is a file, not a directory")
-    slug = find_path(project).name
+    find_path(project)
+    slug = rules.UPSTREAM_SLUG
     target = dest / "content" / "learning-paths" / rules.CATEGORY / slug
     for name in PROJECT_SOURCES:
         if target.is_relative_to(project / name) or (project / name).is_relative_to(target):

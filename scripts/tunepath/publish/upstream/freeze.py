@@ -70,6 +70,15 @@ def _args(raw: str) -> tuple[list[str], dict[str, str]]:
     return pos, named
 
 
+class NoArmRun(TunepathError):
+    """A shortcode asked for figures, and no run of its step was on an Arm server."""
+
+
+#: what a page says in place of figures that only x86 or emulated hosts recorded
+NO_ARM_RUN = ("*No run on an Arm server has measured this yet. Rerun the step on yours with the tunepath "
+              "project's notebooks; its site shows the project's own lab runs.*")
+
+
 class Freezer:
     """Renders our shortcodes from the data of one run per step: ``run`` where the step has it,
     else the step's primary run; a shortcode's own ``run="…"`` wins."""
@@ -86,11 +95,20 @@ class Freezer:
             raise TunepathError(f"{where}: no data/steps/{name}.json: run `tunepath build`")
         return self.data.steps[name]
 
-    def run_of(self, step: str, where: str, run: str | None = None, has=None) -> dict:
+    def run_of(self, step: str, where: str, run: str | None = None, has=None, any_host: bool = False) -> dict:
         """The run a shortcode reads: its own ``run=``; else the chosen run where it has what the
-        shortcode asks for (``has(run)``), else the step's primary run."""
+        shortcode asks for (``has(run)``), else the step's primary run. Only a run on an Arm server
+        (the repository is Arm's): else :class:`NoArmRun`; ``any_host`` for a reader's commands,
+        which are the path's on any host."""
         d = self.step(step, where)
-        by_id = {r["run_id"]: r for r in d.get("runs") or ()}
+        every = {r["run_id"]: r for r in d.get("runs") or ()}
+        by_id = every if any_host else {i: r for i, r in every.items() if r.get("arm")}
+        if not by_id and every:
+            raise NoArmRun(f"{where}: no run on an Arm server")
+        if not any_host and run is None and d.get("primary_run") not in by_id:
+            run = next(iter(by_id))          # the step's first run on an Arm server
+        if run and run in every and run not in by_id:
+            raise NoArmRun(f"{where}: run {run} is not on an Arm server")
         wanted = [run] if run else [i for i in (self.chosen, d.get("primary_run")) if i in by_id]
         for i in wanted:
             if i in by_id and (has is None or has(by_id[i])):
@@ -112,7 +130,10 @@ class Freezer:
                 continue
             pos_args, named = _args(m.group(4))
             named.setdefault("step", step)
-            parts.append(self.render(name, pos_args, named, out, f"{where}: {{{{< {name} >}}}}"))
+            try:
+                parts.append(self.render(name, pos_args, named, out, f"{where}: {{{{< {name} >}}}}"))
+            except NoArmRun:
+                parts.append(NO_ARM_RUN)
         parts.append(body[pos:])
         out.text = re.sub(r"\n{3,}", "\n\n", "".join(parts))
         return out
@@ -124,7 +145,7 @@ class Freezer:
                   "precision": self._precision, "latency-corrections": self._latency,
                   "sweep": self._sweep, "jvm-modes": self._modes, "historical": self._historical,
                   "summary": self._summary, "compare": self._compare, "variables": self._variables,
-                  "sweep-commands": self._sweep_commands}
+                  "sweep-commands": self._sweep_commands, "changes": self._changes}
         if name not in simple:
             raise TunepathError(f"{where}: no plain-Markdown rendering for shortcode {name!r} "
                                 "(add one in tunepath/publish/upstream/freeze.py)")
@@ -150,7 +171,10 @@ class Freezer:
         return str(m["display"][a["field"]] or "n/a")
 
     def _commands(self, a, out, where) -> str:
-        run = self._run(a, out, where, lambda r: a.get("block") in (r.get("commands") or {}))
+        run = self.run_of(a["step"], where, a.get("run"), lambda r: a.get("block") in (r.get("commands") or {}),
+                          any_host=True)
+        if run.get("arm"):          # a reader's command is the path's: it shows no other host's figure
+            self._used(out, run)
         block = (run.get("commands") or {}).get(a.get("block"))
         if not block:
             raise TunepathError(f"{where}: run {run['run_id']} has no command block {a.get('block')!r}")
@@ -159,12 +183,8 @@ class Freezer:
 
     def _verification(self, a, out, where) -> str:
         name = a.get("name")
-        if a.get("runs") == "emulated":     # the outputs of the runs on an emulated server only
-            runs = [r for r in self.step(a["step"], where).get("runs") or ()
-                    if r.get("emulated") and name in (r.get("verification") or {})]
-            if not runs:
-                return "No run on an emulated server recorded this output."
-            return "\n\n".join(_output(self._used(out, r), name) for r in runs)
+        if a.get("runs") == "emulated":     # an emulated server's outputs: not an Arm server's
+            return NO_ARM_RUN
         run = self._run(a, out, where, lambda r: name in (r.get("verification") or {}))
         if name in (run.get("verification") or {}):
             return _output(run, name)
@@ -178,7 +198,7 @@ class Freezer:
         rebooted there (as the site shows them)."""
         block = a.get("block")
         rebooted = [r for r in self.step(a["step"], where).get("runs") or ()
-                    if ((r.get("commands") or {}).get(block) or {}).get("kernel_cmdline")]
+                    if r.get("arm") and ((r.get("commands") or {}).get(block) or {}).get("kernel_cmdline")]
         chosen = [r for r in rebooted if r["run_id"] == (a.get("run") or self.chosen)]
         if not rebooted:
             return "No run of this step rebooted the server here, so none recorded the new kernel command line."
@@ -232,13 +252,13 @@ class Freezer:
     def _charts(self, a, out, where) -> str:
         d = self.step(a["step"], where)
         if a.get("id"):
+            arm = {r["run_id"] for r in d.get("runs") or () if r.get("arm")}
             charts = [c for c in d.get("charts") or () if c["id"] == a["id"]]
+            if charts and not {c.get("run_id") for c in charts} <= arm:
+                return NO_ARM_RUN
         else:
             run = self._run(a, out, where)
             charts = [c for c in d.get("charts") or () if c.get("run_id") == run["run_id"]]
-            if not charts and run.get("emulated"):      # never charted: its figures check the commands
-                return ("*No chart: this run's server was emulated (QEMU), so its figures show that the "
-                        "commands work, not how fast Tomcat is.*")
         if not charts:
             raise TunepathError(f"{where}: step {a['step']!r} has no chart {a.get('id') or 'of the chosen run'}")
         return "\n\n".join(self.image(c, out, where) for c in charts)
@@ -248,8 +268,10 @@ class Freezer:
         if not src.is_file():
             raise TunepathError(f"{where}: chart file {src} is missing: run `tunepath build`")
         out.images[src.name] = src
-        caption = (chart.get("caption") or "").replace('"', "'")
-        return f"![{alt_text(chart['alt'])}#center]({src.name}" + (f' "{caption}")' if caption else ")")
+        caption = (chart.get("caption") or "").strip()
+        # the caption under the image, not as its title: the repository's image audit reads an
+        # image's target up to the first ")", and captions hold parentheses
+        return f"![{alt_text(chart['alt'])}#center]({src.name})" + (f"\n\n*{caption}*" if caption else "")
 
     def _precision(self, a, out, where) -> str:
         return tables.precision(self._run(a, out, where))
@@ -268,9 +290,10 @@ class Freezer:
 
     def _summary(self, a, out, where) -> str:
         """Every host, each labelled with its run, as the site shows them."""
-        hosts = self.data.summary.get("hosts") or []
-        if not hosts:
+        every = self.data.summary.get("hosts") or []
+        if not every:
             raise TunepathError(f"{where}: data/summary.json has no hosts: run `tunepath build`")
+        hosts = [h for h in every if h.get("arm")]        # Arm's repository: Arm servers' figures only
         parts = []
         for host in hosts:
             self._used(out, host)
@@ -278,11 +301,23 @@ class Freezer:
             parts.append("\n\n".join([tables.summary_host(host, self.titles)] + charts))
         return "\n\n".join(parts)
 
+    def _changes(self, a, out, where) -> str:
+        rows = self.data.summary.get("changes") or []
+        if not rows:
+            raise TunepathError(f"{where}: data/summary.json has no changes: run `tunepath build`")
+        return tables.changes(rows)
+
     def _compare(self, a, out, where) -> str:
-        pairs = self.step("compare", where).get("pairs") or []
-        pair = next((p for p in pairs if p.get("default")), pairs[0] if pairs else None)
-        if pair is None:
-            raise TunepathError(f"{where}: data/steps/compare.json has no pairs")
+        pairs = [p for p in self.step("compare", where).get("pairs") or ()
+                 if p["a"].get("arm") and p["b"].get("arm")]     # Arm's repository: Arm servers only
+        if not pairs:
+            return NO_ARM_RUN
+        pair = next((p for p in pairs if p.get("default")), None)
+        if pair is None:      # never two different machines in full: their ratio shows the machines
+            return ("No two runs of the same host kind measured a configuration in common, so no pair is shown "
+                    "in full. The pairs of recorded runs:\n\n" + "\n".join(
+                        f"- A `{p['a']['run_id']}` ({p['a']['server']}), B `{p['b']['run_id']}` ({p['b']['server']})"
+                        for p in pairs))
         for r in (pair["a"], pair["b"]):
             self._used(out, r)
         chart = self.image(pair["chart"], out, where) + "\n\n" if pair.get("chart") else ""

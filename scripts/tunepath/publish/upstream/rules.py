@@ -11,6 +11,14 @@ import re
 
 REPOSITORY = "ArmDeveloperEcosystem/arm-learning-paths"
 CATEGORY = "servers-and-cloud-computing"
+
+#: The path this one revises there ("Tune network workloads on Arm-based bare-metal instances"):
+#: its directory, its pages' file names for the steps it has (a maintainer reviews a diff, not a
+#: duplicate), and its authors, who stay authors. Steps it does not have keep our names.
+UPSTREAM_SLUG = "tune-network-workloads-on-bare-metal"
+UPSTREAM_PAGES = {"setup": "1_setup", "baseline": "2_baseline", "nic-queues": "3_nic-queue",
+                  "numa": "4_local-numa", "iommu": "5_iommu", "summary": "6_summary"}
+UPSTREAM_AUTHORS = "Ying Yu, Ker Liu, Rui Chang"
 LAYOUT = "learningpathall"
 
 #: Front matter every Learning Path's _index.md must carry (the union of the repository's
@@ -35,7 +43,7 @@ CLOUD_SERVICE_PROVIDERS = frozenset({"AWS", "Google Cloud", "Microsoft Azure", "
 ARM_IP_FAMILIES = frozenset({"Neoverse", "Cortex-A", "Cortex-M", "Cortex-R", "Cortex-X", "Mali",
                              "Ethos", "Immortalis", "All"})
 RESOURCE_TYPES = frozenset({"documentation", "blog", "website"})
-LEARNING_OBJECTIVES = (2, 5)          # bullets, inclusive
+LEARNING_OBJECTIVES = (3, 4)          # bullets, inclusive: the guidance asks for three or four
 FURTHER_READING = (1, 6)              # the guidance asks for four to six; fewer is not refused
 BOOLEAN_FIELDS = ("generate_summary_faq", "rerun_summary", "rerun_faqs")
 
@@ -65,3 +73,20 @@ MACHINE_PATH = re.compile(
 
 #: Every exported page opens with this comment (ours: where its figures come from).
 PROVENANCE = re.compile(r"<!-- tunepath export: (?P<text>.*?) -->")
+
+#: Page size: the review guidance flags a page over this many words (prose, code blocks excluded).
+PAGE_WORDS = 3500
+
+#: The repository requires US English: British spellings a reviewer would flag (word stems).
+BRITISH = re.compile(r"\b(behaviour|colour|favour|neighbour|labour|honour|centre|metre|litre|fibre|"
+                     r"labelled|labelling|modelled|modelling|travelled|cancelled|"
+                     r"optimis(?:e|ed|es|ing|ation)|utilis|initialis|serialis|normalis|organis|recognis|summaris|minimis|maximis|"
+                     r"analyse|analysed|analysing|catalogue|licence|defence|grey|whilst|amongst)\w*", re.I)
+
+#: Its image audit reads an image's target up to the first ")": a caption with parentheses
+#: makes it look for a file that does not exist.
+AUDIT_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]*)\)")
+
+#: The path the export revises is theirs: its authors stay, and a page names it.
+ATTRIBUTION = re.compile(r"Tune network workloads on Arm-based bare-metal instances")
+

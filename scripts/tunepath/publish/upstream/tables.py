@@ -213,3 +213,34 @@ def compare_pair(pair: dict, titles: dict[str, str]) -> str:
         ["Fact", f"A: {a['server']}", f"B: {b['server']}"],
         [[f"**{f['label']}**" if f["differs"] else f["label"], f["a"], f["b"]] for f in pair.get("facts") or ()]))
     return "\n\n".join(out)
+
+
+def changes(rows: list[dict]) -> str:
+    """The summary's "what to change" table (data/summary.json → changes)."""
+    def hosts(row: dict, kind: str) -> str:
+        found = [f"**{h['who'].split(',')[0]}**: {h['brief']}" for h in row.get("hosts") or ()
+                 if h["kind"] == kind and h.get("arm")]
+        return "<br>".join(found) or "not measured"
+    return table(["Step", "Reference hosts (one run each)", "Newest live run on an Arm server (95 % verdict)",
+                  "What to change"],
+                 [[f"[{r['title']}](../{r['page']}/)", hosts(r, "reference"), hosts(r, "live"), r["change"]]
+                  for r in rows])
+
+
+def answer(a: dict | None) -> str:
+    """The answer a step page opens with (data/steps/<step>.json → answer), as Markdown."""
+    if not a:
+        return ""
+    lines = [f"**Change:** {a['change']}", ""]
+    hosts = [h for h in a.get("hosts") or () if h.get("arm")]       # Arm's repository: Arm servers only
+    if hosts:
+        lines += ["**What it did:**", ""]
+        for h in hosts:
+            if h.get("note") or len(h.get("lines") or ()) > 2:
+                lines.append(f"- **{h['who']}**: {h['brief']}.")
+            else:
+                lines.append(f"- **{h['who']}**: " + "; ".join(line["text"] for line in h["lines"]) + ".")
+        lines.append("")
+    lines.append(f"**When not to:** {a['avoid']}")
+    return "\n".join(lines)
+
