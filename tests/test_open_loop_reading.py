@@ -101,3 +101,17 @@ def test_charts_read_cpu_per_request_and_skip_the_emulated_server(recorded, tmp_
         drawn = REGISTRY.get(step).charts(Result(step), tmp_path)
         assert drawn and {c.run_id for c in drawn} == {LAB}, step
     assert REGISTRY.get("thread-sweep").best(Result("thread-sweep"), runs[EMULATED]) is None
+
+
+def test_requests_per_second_at_a_served_rate_says_it_was_the_offered_rate(recorded):
+    """Item 2: where a row served the fixed rate it was offered, its requests/s is shown as
+    "served of offered"; a reference row (wrk2 far past what it served) is not."""
+    from tunepath.publish.display import display
+
+    lab = [r for r in rows_of(recorded, LAB) if rate_is_offered(r)]
+    assert lab
+    for r in lab:
+        assert display(r).served_of_offered.startswith("of ") and display(r).served_of_offered.endswith(" offered")
+    reference = rows_of(recorded, REFERENCE)
+    assert all(bool(display(r).served_of_offered) == rate_is_offered(r) for r in reference)
+    assert all(display(r).served_of_offered == "" for r in reference if r["step"] == "baseline")

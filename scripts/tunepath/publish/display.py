@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from tunepath.analysis.derive import rate_is_offered
 from tunepath.publish import formatting as fmt
 
 __all__ = ["Display", "display", "clean", "num", "PERCENTILES", "PrecisionDisplay", "precision_display",
@@ -45,6 +46,7 @@ class Display:
     previous_requests_per_sec: str | None
     cpus_online: str | None
     offered_rate: str | None
+    served_of_offered: str | None    # "of 7,200 offered" where the row served a fixed offered rate
     vs_step_first: str | None
     client_cpu_per_req: str | None
     server_cpu_per_req: str | None
@@ -117,6 +119,7 @@ def display(row: dict) -> Display:
         "cpus_online": row["cpus_online"] if isinstance(row["cpus_online"], str) and row["cpus_online"]
         else fmt.NA,
         "offered_rate": fmt.offered(num(row["offered_rate"])),
+        "served_of_offered": f"of {fmt.offered(num(row['offered_rate']))} offered" if rate_is_offered(row) else "",
         "vs_step_first": fmt.speedup(num(row["vs_step_first"])),
         "client_cpu_per_req": fmt.micros(num(row["client_cpu_us_per_req"])),
         "server_cpu_per_req": fmt.micros(num(row["server_cpu_us_per_req"])),
