@@ -227,7 +227,7 @@ def test_the_command_comes_before_the_note_that_its_output_is_missing(built_site
 def test_no_skip_reason_repeats_within_a_run(built_site):
     for name in PAGES:
         soup = BeautifulSoup(built_site.page(name).read_text(encoding="utf-8"), "html.parser")
-        for run in soup.select("section.run"):
+        for run in soup.select("details.run, section.run"):
             reasons = [s.get_text(" ", strip=True) for s in run.select(".skip-reason")]
             reasons += [li.get_text(" ", strip=True).split(": ", 1)[-1]
                         for li in run.select("details.provenance dd li") if li.find_parent("div").find("dt")
@@ -306,7 +306,7 @@ def test_an_output_recorded_without_the_change_is_labelled_on_the_page(injected_
 @pytest.mark.docs
 def test_twelve_rates_skipped_for_one_reason_say_it_once(injected_site):
     soup = _soup(injected_site / "rate-sweep" / "index.html")
-    run = soup.select_one('section.run[data-run="live-skipped-rates"]')
+    run = soup.select_one('details.run[data-run="live-skipped-rates"]')
     assert len(run.select(".skip-reason")) == 1
     assert run.get_text(" ").count("a rate sweep needs wrk2") == 1
     assert "12 variants" in run.select_one("ul.skipped-groups").get_text(" ")

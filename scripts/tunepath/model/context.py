@@ -12,6 +12,7 @@ with ``taskset`` instead.
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
@@ -121,6 +122,9 @@ class HostContext:
             raise TunepathError(f"unknown host context key(s): {', '.join(sorted(unknown))}")
         for key, value in data.items():
             _check_type(key, value, known[key])
+        if "ajp_secret" in data and not re.fullmatch(r"[A-Za-z0-9_-]{16,}", data["ajp_secret"]):
+            # the proxy step's AJP connector refuses any other secret (live/tomcatconf.ajp_attributes)
+            raise TunepathError("ajp_secret must be at least 16 letters, digits, '-' or '_'")
         values = dict(data)
         for key in CPU_FIELDS:
             if key in values:

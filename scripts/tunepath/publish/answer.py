@@ -50,7 +50,8 @@ class HostAnswer:
         undecided = sum(1 for c, _, _ in self.lines if c == "none")
         rest = [f"{n} {'other ' if real else ''}comparison{'s' if n != 1 else ''}: no difference shown at 95 %"
                 for n in (none,) if n]
-        rest += [f"{n} without a verdict" for n in (undecided,) if n]
+        rest += [f"{n} {'other ' if real or none else ''}comparison{'s' if n != 1 else ''} without a verdict"
+                 for n in (undecided,) if n]
         return "; ".join(real + rest)
 
     def to_data(self) -> dict:
