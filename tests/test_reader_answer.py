@@ -189,3 +189,11 @@ def test_summary_opens_with_what_to_change(built_site):
     for step in REGISTRY:
         if step.change and step.kind in ("tuning", "comparison", "sweep"):
             assert f'data-step="{step.name}"' in html
+
+
+@pytest.mark.fast
+def test_a_step_that_compares_nothing_says_what_to_change_without_hosts(recorded):
+    """The set-up compares nothing: its answer has no "what it did", not even the emulated check."""
+    runs, frame = recorded
+    answer = step_document(REGISTRY.get("setup"), runs, frame, [], {}, [], REGISTRY)["answer"]
+    assert answer["change"] and answer["hosts"] == []

@@ -39,7 +39,8 @@ def test_the_rule_waits_for_the_sweeps_family():
 def _result(values: dict[str, list[float]]):
     rows = [{"run_id": "r", "variant": v, "label": v, "requests_per_sec": float(np.median(xs)), "rps_values": xs,
              "n": len(xs)} for v, xs in values.items()]
-    return SimpleNamespace(frame=pd.DataFrame(rows)), SimpleNamespace(run_id="r", emulated=False)
+    run = SimpleNamespace(run_id="r", emulated=False)
+    return SimpleNamespace(frame=pd.DataFrame(rows), charted_runs=[run]), run
 
 
 def test_the_sweep_reads_its_best_with_holm_over_every_pair():

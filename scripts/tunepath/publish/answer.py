@@ -175,4 +175,6 @@ def step_answer(step, runs: list[RunFacts]) -> Answer | None:
         if host is not None:
             hosts.append(host)
             seen.add(kind)
+    if all(h.kind == "emulated" for h in hosts):     # nothing compared on a real host: no "what it did"
+        hosts = []
     return Answer(step.change, step.avoid, tuple(hosts))
