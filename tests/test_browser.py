@@ -335,6 +335,37 @@ def test_every_page_fits(browser, site_url, pages, width):
     assert not report, f"problems at {width} px:\n" + _fmt(report)
 
 
+FIRST_CHART_PX = 2500       # issue 29, item 7: a step page's first chart within this many px at 1280 px
+
+
+def test_each_step_page_shows_its_answer_then_its_chart_early(browser, site_url):
+    """At 1280 px every step page opens with its answer box, and its first chart starts within
+    the first 2,500 px (the evidence under it is folded)."""
+    context = browser.new_context(**VIEWPORTS[WIDE])
+    context.set_default_timeout(TIMEOUT_MS)
+    late = {}
+    try:
+        pg = context.new_page()
+        for s in _STEPS:
+            if s.kind == "analysis":
+                continue
+            pg.goto(f"{site_url}{LP_URL}{s.page}/")
+            pg.wait_for_load_state("load")
+            where = pg.evaluate("""() => {
+                const top = el => el ? Math.round(el.getBoundingClientRect().top + window.scrollY) : -1;
+                return {answer: top(document.querySelector('article aside.answer')),
+                        prose: top(document.querySelector('article .prose')),
+                        chart: top(document.querySelector('article figure.chart'))};
+            }""")
+            if not 0 <= where["answer"] < where["prose"]:
+                late[s.page] = f"no answer box above the content: {where}"
+            elif not 0 <= where["chart"] <= FIRST_CHART_PX:
+                late[s.page] = f"first chart at {where['chart']} px"
+    finally:
+        context.close()
+    assert not late, late
+
+
 @pytest.fixture(scope="module")
 def axe_js() -> Path:
     if not AXE_JS.is_file():
