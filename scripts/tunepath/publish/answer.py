@@ -11,7 +11,7 @@ Each kind of host gets one :class:`HostAnswer`:
 - an emulated server: that it checked the commands, and no figure (it measures the emulator).
 
 A host that skipped the step says why. The summary's "what to change" table reads the same
-records (:func:`change_rows`).
+records (:func:`tunepath.publish.hugo_data.change_table`).
 """
 
 from __future__ import annotations
