@@ -130,13 +130,20 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
     })
 
 
+def _rows(run: Run, step: str, frame: pd.DataFrame, path) -> tuple[list[dict], list[dict]]:
+    """``run``'s rows of ``step`` in the page's order, and every row of ``run`` (where a tuning
+    sequence's previous measurement lies in another step)."""
+    run_rows = frame[frame.run_id == run.run_id].to_dict("records")
+    rows = sorted((r for r in run_rows if r["step"] == step), key=lambda r: path.sort_key(step, r["variant"], run.context))
+    return rows, run_rows
+
+
 def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
     """One run's part of a step's data: header, measurements, each comparison's verdict
     (:mod:`tunepath.analysis.verdicts`), commands, verification (``definition``: the step object;
     ``path``: the step registry)."""
     step = definition.name
-    run_rows = frame[frame.run_id == run.run_id].to_dict("records")
-    rows = sorted((r for r in run_rows if r["step"] == step), key=lambda r: path.sort_key(step, r["variant"], run.context))
+    rows, run_rows = _rows(run, step, frame, path)
     block = run_header(run, step)
     block.update({
         "measurements": [measurement_entry(r) for r in rows],
@@ -307,9 +314,7 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
 
 def _facts(step, run: Run, frame: pd.DataFrame, path) -> RunFacts | None:
     """What ``step``'s answer reads of ``run`` (None: the run has nothing of the step)."""
-    run_rows = frame[frame.run_id == run.run_id].to_dict("records")
-    rows = sorted((r for r in run_rows if r["step"] == step.name),
-                  key=lambda r: path.sort_key(step.name, r["variant"], run.context))
+    rows, run_rows = _rows(run, step.name, frame, path)
     skipped = tuple((s.variant, s.reader_reason()) for s in run.skipped if s.step == step.name)
     if not rows and not skipped:
         return None
