@@ -16,7 +16,7 @@ from tunepath import cli
 from tunepath.errors import TunepathError
 from tunepath.publish.upstream import rules
 from tunepath.publish.upstream.check import check_path, front_matter, images, shortcode_names
-from tunepath.publish.upstream.export import OVERVIEW_FILE, export_upstream, page_file
+from tunepath.publish.upstream.export import export_upstream, page_file
 from tunepath.publish.upstream.freeze import NO_ARM_RUN
 from tunepath.publish.upstream.freeze import SHORTCODE
 
@@ -72,13 +72,13 @@ def test_export_passes_the_repository_rules(exported, capsys):
 def test_layout_names_and_weights(exported, project):
     steps = _steps(project)
     pages = {p.name for p in exported.glob("*.md")}
-    assert pages == {rules.INDEX_FILE, OVERVIEW_FILE, rules.NEXT_STEPS_FILE, "method.md"} | {page_file(s["name"]) for s in steps}
+    assert pages == {rules.INDEX_FILE, rules.NEXT_STEPS_FILE, "method.md"} | {page_file(s["name"]) for s in steps}
     # a revision of the existing path: its own page names for the steps it has
     assert {"1_setup.md", "2_baseline.md", "3_nic-queue.md", "4_local-numa.md", "5_iommu.md", "6_summary.md"} <= pages
     weights = {p: front_matter((exported / p).read_text())[0]["weight"] for p in pages}
-    assert weights[rules.INDEX_FILE] == 1 and weights[OVERVIEW_FILE] == 2
-    in_order = [weights[page_file(s["name"])] for s in steps]
-    assert in_order == sorted(in_order) and len(set(in_order)) == len(in_order) and in_order[0] == 3
+    assert weights[rules.INDEX_FILE] == 1
+    in_order = [weights[page_file(s["name"])] for s in steps]       # the set-up first, as upstream's own path
+    assert in_order == sorted(in_order) and len(set(in_order)) == len(in_order) and in_order[0] == 2
     assert weights["method.md"] > max(in_order) and weights[rules.NEXT_STEPS_FILE] > weights["method.md"]
     for p in pages:
         assert front_matter((exported / p).read_text())[0]["layout"] == rules.LAYOUT
@@ -91,12 +91,28 @@ def test_index_front_matter_has_every_required_field_from_the_closed_lists(expor
     assert meta["subjects"] in rules.SUBJECTS[rules.CATEGORY]
     assert set(meta["operatingsystems"]) <= rules.OPERATING_SYSTEMS
     assert meta["learning_path_main_page"] == "yes"
-    # the theme shows no _index.md body: ours is the overview page, heading for heading
-    ours = front_matter((project / "content/learning-paths" / rules.CATEGORY / SLUG / rules.INDEX_FILE).read_text())[1]
-    overview = front_matter((exported / OVERVIEW_FILE).read_text())[1]
-    headings = re.findall(r"^#+ .+$", ours, re.M)
-    assert headings and headings == re.findall(r"^#+ .+$", overview, re.M)
+    # the theme shows no _index.md body, and the revised path's first page is its set-up: no overview page
     assert not re.sub(r"<!--.*?-->", "", front_matter((exported / rules.INDEX_FILE).read_text())[1]).strip()
+
+
+def test_the_sources_are_credited_on_the_exported_method_page(exported):
+    method = (exported / "method.md").read_text()
+    for credit in (rules.UPSTREAM_AUTHORS.replace(", R", " and R"), "Tune network workloads on Arm-based bare-metal",
+                   "Jason Brittain and Ian F. Darwin", "VMware"):
+        assert credit in method, credit
+
+
+def test_the_projects_lab_is_left_out_and_a_page_without_arm_figures_says_so_once(exported, project):
+    lab_marked = 0
+    for page in exported.glob("*.md"):
+        body = page.read_text()
+        prose = re.sub(r"^```.*?^```", "", body, flags=re.M | re.S)     # a file's own text (the wrk2 patch) stays
+        found = re.search(r".{0,80}\b(lab|lab's|QEMU|emulated)\b.{0,80}", prose, re.I)
+        assert not found, (page.name, found[0])
+        assert body.count(NO_ARM_RUN) <= 1, page.name
+    for page in (project / "content/learning-paths" / rules.CATEGORY / SLUG).glob("*.md"):
+        lab_marked += page.read_text().count("{{% lab %}}")
+    assert lab_marked >= 10                    # the site keeps that prose: only the export leaves it out
 
 
 def test_only_the_repository_shortcodes_and_images_beside_the_pages(exported):

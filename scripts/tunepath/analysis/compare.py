@@ -255,7 +255,7 @@ def compare_document(runs: list[Run], frame: pd.DataFrame, path, step, charts: d
     first = choose_default(runs, frame)
     pairs = []
     for a, b in itertools.combinations(runs, 2):
-        if a.emulated != b.emulated:        # an emulated server's figures are never set against real hosts'
+        if a.emulated or b.emulated:        # an emulated server's figures time the emulator: never a ratio
             continue
         doc = pair_document(a, b, frame, path)
         doc["default"] = bool(first) and {a.run_id, b.run_id} == {first.a.run_id, first.b.run_id}

@@ -25,7 +25,7 @@ from dataclasses import replace
 from tunepath.analysis.climb import nice_rate
 from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
-from tunepath.model.load import load_spec
+from tunepath.model.load import PROBE, load_spec
 from tunepath.model.plan import Block
 from tunepath.model.shell import number, quote
 from tunepath.parse.reports import parse_report
@@ -50,11 +50,11 @@ def probe_block(ctx: HostContext) -> Block:
                                            ("duration", spec.duration_s)))
     url = quote(spec.url, "URL")
     if ctx.probe_with:
-        return Block("capacity-probe", "client",
+        return Block(PROBE, "client",
                      f"Capacity probe: {d} s closed loop (each connection sends when its answer arrived); the "
                      f"offered rate is {FRACTION * 100:.0f} % of what the server served",
                      f"{spec.nofile}\n{spec.pin}{quote(ctx.probe_with, 'probe tool')} -t{t} -c{c} -d{d} {url}")
-    return Block("capacity-probe", "client",
+    return Block(PROBE, "client",
                  f"Capacity probe: offer far more than the server can serve for {d} s; the offered rate is "
                  f"{FRACTION * 100:.0f} % of what it achieved",
                  f"{spec.nofile}\n{spec.pin}{quote(ctx.wrk2, 'wrk2')} -t{t} -c{c} -d{d} -R{PROBE_RATE} {url}")
@@ -74,7 +74,7 @@ def probe_capacity(session, step, variant: str, clients: list, drive, warm_first
     progress(f"{step.name}/{variant}: capacity probe, {seconds} s "
              + (f"closed loop ({ctx.probe_with})" if ctx.probe_with else f"at an offered {PROBE_RATE:,} req/s per client"))
     results = drive(session, block.text, seconds, clients)
-    session.recorder.verification(step.name, "capacity-probe", "client", block.text,
+    session.recorder.verification(step.name, PROBE, "client", block.text,
                                   results[0].stdout + results[0].stderr)
     try:
         achieved = sum(parse_report(r.stdout, "wrk" if ctx.probe_with else "wrk2").requests_per_sec or 0

@@ -23,7 +23,9 @@ from tunepath.model.shell import number, quote
 if TYPE_CHECKING:
     from tunepath.model.context import HostContext
 
-__all__ = ["LoadSpec", "load_spec", "warmup_spec"]
+__all__ = ["LoadSpec", "load_spec", "warmup_spec", "PROBE"]
+
+PROBE = "capacity-probe"     # the capacity probe's block, and the verification its load report is recorded as
 
 
 @dataclass(frozen=True)

@@ -120,13 +120,14 @@ class RunFacts:
     verdicts: tuple[Verdict, ...]
     skipped: tuple[tuple[str, str], ...]     # (variant, reason as a reader reads it)
     measured: bool
+    checks: tuple[str, ...] = ()             # an emulated server's pass mark per command block (publish/checks.py)
 
     @classmethod
     def from_block(cls, run, block: dict) -> "RunFacts":
         """From a run's part of the step data (hugo_data.run_block)."""
         return cls(run, tuple(Verdict(**v) for v in block.get("verdicts") or []),
                    tuple((s.get("variant", ""), s.get("reason", "")) for s in block.get("skipped") or []),
-                   bool(block.get("measurements")))
+                   bool(block.get("measurements")), tuple(c["mark"] for c in block.get("checks") or []))
 
 
 def _first_reason(reason: str) -> str:
@@ -134,6 +135,17 @@ def _first_reason(reason: str) -> str:
     node: …" → "the host has 1 NUMA node: …"); its whole text stays in the run's evidence."""
     first = reason.split(";")[0].strip()
     return re.sub(r"^[a-z0-9]+(?:-[a-z0-9]+)+: ", "", first)
+
+
+def _checked(marks: tuple[str, ...]) -> str:
+    """An emulated server's function check in a few words: "its 6 command blocks passed"."""
+    passed, failed = marks.count("pass"), marks.count("fail")
+    if not marks:
+        return "the commands ran"
+    if passed == len(marks):
+        return f"its {passed} command block{'s' if passed != 1 else ''} passed" if passed > 1 else "its command block passed"
+    said = f"{passed} of {len(marks)} command blocks passed"
+    return said + (f", {failed} failed" if failed else "")
 
 
 def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
@@ -152,8 +164,8 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
     if not facts.measured and skipped:
         return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm)
     if kind == "emulated":
-        return HostAnswer(run.run_id, kind, who,
-                          note="the commands ran; an emulator's speed says nothing about a server, so no figure")
+        return HostAnswer(run.run_id, kind, who, note=f"{_checked(facts.checks)}; an emulator's speed says nothing "
+                                                      "about a server, so no figure")
     lines = tuple((verdict_class(v), verdict_words(v), verdict_short(v)) for v in facts.verdicts if not variants or v.variant in variants)
     if not lines:
         return None

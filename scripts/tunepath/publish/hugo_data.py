@@ -12,6 +12,7 @@ step's primary run; it is listed after the real hosts' runs and labelled, and ne
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,7 @@ from tunepath.analysis.verdicts import step_verdicts
 from tunepath.analysis.noise import NoiseFlag
 from tunepath.evidence.store import Run
 from tunepath.model.context import cpu_ranges
+from tunepath.publish.checks import LOAD_REPORTS, function_checks, tally
 from tunepath.publish.commands import bindings_entry, commands_entry, reader_verification_commands
 from tunepath.publish.reader_words import host_label, loopback_everywhere, reader_words
 from tunepath.publish.verification import kernel_cmdline_entry, verification_entries
@@ -100,12 +102,18 @@ def _versions(run: Run) -> dict:
     }
 
 
+_RATE = re.compile(r"\breq/s\b")     # a note that quotes a load (the capacity probe's, the sweep's): an
+                                      # emulated server's times the emulator, so its pages leave it out
+
+
 def notes_for(run: Run, step: str | None, sequence_steps: set[str] = frozenset()) -> list[str]:
     """A run's notes that concern ``step`` (None: the summary, which shows the tuning sequence's
     steps, ``sequence_steps``): a note may be limited to some steps. Its text as a reader reads
-    it (publish/reader_words.py): hosts by name, kernel command lines reduced; run.json keeps it whole."""
+    it (publish/reader_words.py): hosts by name, kernel command lines reduced; run.json keeps it whole.
+    An emulated server's notes that quote a load rate are left out."""
     return [reader_words(note.text, run.server.name, _clients(run))
-            for note in run.info.notes if note.concerns(step, sequence_steps)]
+            for note in run.info.notes if note.concerns(step, sequence_steps)
+            and not (run.info.emulated and _RATE.search(note.text))]
 
 
 def _clients(run: Run) -> set[str]:
@@ -159,6 +167,10 @@ def run_block(run: Run, definition, frame: pd.DataFrame, path) -> dict:
         "warmup_rule": warmup_rule_entry(run),
         "modes": modes_entry(run, frame),
     })
+    if run.emulated:        # its figures time the emulator: the page shows what its commands did instead
+        block["checks"] = [c.to_data() for c in function_checks(run, definition)]
+        for name in LOAD_REPORTS & set(block["verification"]):
+            block["verification"][name]["load_report"] = True
     return loopback_everywhere(block, run.server.name, _clients(run))
 
 
@@ -290,6 +302,10 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
         if rows.empty and others.empty:
             continue
         entry = run_header(run, None, sequence_steps)
+        if run.emulated:    # its figures time the emulator: what its commands did, step by step
+            entry["checks"] = step_checks(run, path)
+            hosts.append(loopback_everywhere(entry, run.server.name, _clients(run)))
+            continue
         if not rows.empty:
             entry["client_command"] = rows.iloc[0]["command"]
         entry["rows"] = [clean({"step": r["step"], "step_title": titles[r["step"]], "page": pages[r["step"]],
@@ -310,6 +326,20 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
             for step in [s.name for s in path if s.name in set(others.step)]]
         hosts.append(loopback_everywhere(entry, run.server.name, _clients(run)))
     return {"notebook": notebook, "hosts": hosts, "changes": change_table(runs, frame, path)}
+
+
+def step_checks(run: Run, path) -> list[dict]:
+    """An emulated server's function checks per step (publish/checks.py), in the path's order:
+    how many of the step's command blocks passed, failed or were skipped."""
+    recorded = set(run.steps()) | {b.get("step") for b in run.record.get("blocks", [])}
+    out = []
+    for s in path:
+        if s.name in recorded:
+            checks = function_checks(run, s)
+            if checks:
+                out.append({"step": s.name, "step_title": s.title, "page": s.page,
+                            "blocks": len(checks), **tally(checks)})
+    return out
 
 
 def _facts(step, run: Run, frame: pd.DataFrame, path) -> RunFacts | None:

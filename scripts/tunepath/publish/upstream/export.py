@@ -1,8 +1,9 @@
 """``tunepath export --upstream DIR``: the learning path in the layout of Arm's learning-paths
 repository, ``DIR/content/learning-paths/servers-and-cloud-computing/<slug>/``: ``_index.md``
-(front matter only), ``overview.md`` (our _index.md's body, ``weight`` 2), one page per step in
-the registry's order (``weight`` 3, 4, …), ``_next-steps.md``, and the
-charts of the chosen run beside the pages. Figures are frozen from the built data
+(front matter only: the repository's theme shows no body there, and the revised path's own first
+page is its set-up), one page per step in the registry's order (``weight`` 2, 3, …), the pages
+that are no step (the method page), ``_next-steps.md``, and the charts of the chosen run beside
+the pages. Prose about the project's own lab (``{{% lab %}}``) is left out. Figures are frozen from the built data
 (``data/``, ``static/charts/``), one run per step (``freeze.py``).
 
 The path is written into a staging directory, checked against the repository's rules
@@ -25,12 +26,7 @@ from tunepath.publish.upstream import rules, tables
 from tunepath.publish.upstream.check import check_path, find_path, front_matter
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
 
-__all__ = ["ExportResult", "export_upstream", "page_file", "OVERVIEW_FILE"]
-
-#: The body of our _index.md, as the path's first page (the theme renders no _index.md body).
-OVERVIEW_FILE = "overview.md"
-OVERVIEW_TITLE = "Overview: the steps, the recorded runs and how to read the figures"
-OVERVIEW_DESCRIPTION = "What each step changes, how the figures are recorded and how far to trust them, in"
+__all__ = ["ExportResult", "export_upstream", "page_file"]
 
 
 @dataclass(frozen=True)
@@ -99,21 +95,18 @@ def _sources(lp: Path) -> tuple[dict, str, dict[str, tuple[dict, str]], dict[str
 
 def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[int, int, list[str]]:
     src = find_path(project)
-    index_meta, index_body, pages, extras = _sources(src)
+    index_meta, _, pages, extras = _sources(src)
     lp_title = index_meta.get("title", "")
     index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes",
                       author=f"{rules.UPSTREAM_AUTHORS}, {index_meta['author']}" if index_meta.get("author")
                       else rules.UPSTREAM_AUTHORS)
     names = {s["page"]: page_file(s["name"]) for s in freezer.data.order}     # our page → its file there
     names.update({f.removesuffix(".md"): f for f in extras})
-    # the repository's theme shows only the front matter of _index.md: its body becomes a page
+    # the repository's theme shows only the front matter of _index.md (our landing page's body is
+    # the site's: the method page, exported, says where the figures come from and credits them)
     (staged / rules.INDEX_FILE).write_text(_page(index_meta, Frozen(""), commit), encoding="utf-8")
-    frozen = freezer.page(index_body, "", f"{src.name}/{rules.INDEX_FILE}")
-    overview = {"title": OVERVIEW_TITLE, "description": f"{OVERVIEW_DESCRIPTION} {lp_title}.",
-                "weight": 2, "layout": rules.LAYOUT}
-    (staged / OVERVIEW_FILE).write_text(_page(overview, frozen, commit, names), encoding="utf-8")
-    images: dict[str, Path] = dict(frozen.images)
-    notes, weight = [], 2
+    images: dict[str, Path] = {}
+    notes, weight = [], 1
     for step in freezer.data.order:
         name = step["name"]
         if name not in pages:

@@ -22,6 +22,8 @@ __all__ = ["SiteData", "Freezer", "Frozen", "SHORTCODE"]
 
 #: {{< name args >}} or {{% name args %}} (closing forms too)
 SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([A-Za-z][\w-]*)(.*?)\s*[>%]\}\}")
+#: prose about the project's own lab runs ({{% lab %}}…{{% /lab %}}): the export shows Arm servers only
+LAB = re.compile(r"[ \t]*\{\{%\s*lab\s*%\}\}.*?\{\{%\s*/lab\s*%\}\}[ \t]*", re.S)
 
 
 @dataclass
@@ -75,8 +77,8 @@ class NoArmRun(TunepathError):
 
 
 #: what a page says in place of figures that only x86 or emulated hosts recorded
-NO_ARM_RUN = ("*No run on an Arm server has measured this yet. Rerun the step on yours with the tunepath "
-              "project's notebooks; its site shows the project's own lab runs.*")
+NO_ARM_RUN = ("*No run on an Arm server has measured this step yet: rerun it on yours with the tunepath "
+              "project's notebooks.*")
 
 
 class Freezer:
@@ -119,8 +121,11 @@ class Freezer:
         return by_id[wanted[-1]]
 
     def page(self, body: str, step: str, where: str) -> Frozen:
+        """``body`` in plain Markdown: each shortcode rendered from the data, the lab's prose left out,
+        and where no Arm server has figures, one note saying so (the first place that has none)."""
         out = Frozen("")
-        parts, pos = [], 0
+        parts, pos, said = [], 0, False
+        body = LAB.sub("", body)
         for m in SHORTCODE.finditer(body):
             parts.append(body[pos:m.start()])
             pos = m.end()
@@ -133,7 +138,8 @@ class Freezer:
             try:
                 parts.append(self.render(name, pos_args, named, out, f"{where}: {{{{< {name} >}}}}"))
             except NoArmRun:
-                parts.append(NO_ARM_RUN)
+                parts.append("" if said else NO_ARM_RUN)
+                said = True
         parts.append(body[pos:])
         out.text = re.sub(r"\n{3,}", "\n\n", "".join(parts))
         return out
@@ -184,7 +190,7 @@ class Freezer:
     def _verification(self, a, out, where) -> str:
         name = a.get("name")
         if a.get("runs") == "emulated":     # an emulated server's outputs: not an Arm server's
-            return NO_ARM_RUN
+            raise NoArmRun(f"{where}: an emulated server's outputs")
         run = self._run(a, out, where, lambda r: name in (r.get("verification") or {}))
         if name in (run.get("verification") or {}):
             return _output(run, name)
@@ -255,7 +261,7 @@ class Freezer:
             arm = {r["run_id"] for r in d.get("runs") or () if r.get("arm")}
             charts = [c for c in d.get("charts") or () if c["id"] == a["id"]]
             if charts and not {c.get("run_id") for c in charts} <= arm:
-                return NO_ARM_RUN
+                raise NoArmRun(f"{where}: chart {a['id']} is not an Arm server's")
         else:
             run = self._run(a, out, where)
             charts = [c for c in d.get("charts") or () if c.get("run_id") == run["run_id"]]
@@ -311,7 +317,7 @@ class Freezer:
         pairs = [p for p in self.step("compare", where).get("pairs") or ()
                  if p["a"].get("arm") and p["b"].get("arm")]     # Arm's repository: Arm servers only
         if not pairs:
-            return NO_ARM_RUN
+            raise NoArmRun(f"{where}: no two runs on Arm servers to compare")
         pair = next((p for p in pairs if p.get("default")), None)
         if pair is None:      # never two different machines in full: their ratio shows the machines
             return ("No two runs of the same host kind measured a configuration in common, so no pair is shown "
