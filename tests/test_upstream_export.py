@@ -238,6 +238,12 @@ VIOLATIONS = {
                                                              f"]({_with_image(lp)[2]} \"run (a) x\")"), "image audit"),
     "the original authors dropped": (lambda lp: _break(lp, rules.INDEX_FILE, f"author: {rules.UPSTREAM_AUTHORS}, ", "author: "),
                                      "drops the path's own authors"),
+    "minutes below the reading time": (lambda lp: _break(lp, rules.INDEX_FILE, "\nminutes_to_complete: ",
+                                                         "\nminutes_to_complete: 1 #"), "less than the time to read"),
+    "further reading that links to itself": (lambda lp: _break(lp, rules.INDEX_FILE, "further_reading:\n",
+                                                               "further_reading:\n- resource:\n    title: This path\n"
+                                                               f"    link: https://x.example/{rules.UPSTREAM_SLUG}/\n"
+                                                               "    type: website\n"), "own address"),
     "too many objectives": (lambda lp: _break(lp, rules.INDEX_FILE, "learning_objectives:\n- ",
                                               "learning_objectives:\n- One more objective.\n- "), "3 to 4 items"),
 }

@@ -111,12 +111,33 @@ def check_path(lp: Path) -> list[Problem]:
             if rules.UPSTREAM_AUTHORS not in author:
                 problems.append(Problem(rules.INDEX_FILE, f"author {author!r} drops the path's own authors "
                                                           f"({rules.UPSTREAM_AUTHORS})"))
+            reading = parsed[rules.INDEX_FILE].get("further_reading") or []
+            if any(isinstance(r, dict) and rules.UPSTREAM_SLUG in str((r.get("resource") or {}).get("link", ""))
+                   for r in reading):
+                problems.append(Problem(rules.INDEX_FILE, "further_reading links to this path's own address"))
             if not any(rules.ATTRIBUTION.search(p.read_text(encoding="utf-8")) for p in pages.values()):
                 problems.append(Problem(lp.name, "no page names the path this one revises "
                                                  "(Tune network workloads on Arm-based bare-metal instances)"))
+        problems += _check_minutes(parsed[rules.INDEX_FILE], pages)
     problems += _check_pages(parsed)
     problems += _check_files(lp, pages)
     return problems
+
+
+def prose_words(body: str) -> int:
+    """A page's words as a reader reads them: code blocks and comments left out."""
+    return len(_prose(re.sub(r"<!--.*?-->", "", body, flags=re.S)).split())
+
+
+def _check_minutes(meta: dict, pages: dict[str, Path]) -> list[Problem]:
+    """``minutes_to_complete`` covers at least the reading of every page (rules.READING_WPM)."""
+    minutes = meta.get("minutes_to_complete")
+    words = sum(prose_words(front_matter(p.read_text(encoding="utf-8"))[1]) for p in pages.values())
+    reading = -(-words // rules.READING_WPM)
+    if isinstance(minutes, int) and minutes < reading:
+        return [Problem(rules.INDEX_FILE, f"minutes_to_complete {minutes} is less than the time to read the "
+                                          f"pages: {words} words at {rules.READING_WPM} a minute take {reading}")]
+    return []
 
 
 def _check_index(meta: dict) -> list[Problem]:
@@ -218,7 +239,7 @@ def _check_body(lp: Path, name: str, body: str) -> list[Problem]:
     out += [Problem(name, f"the alt text {k!r} is used for {n} images") for k, n in seen.items() if n > 1]
     out += [Problem(name, f"machine path {m.group(0)!r}") for m in rules.MACHINE_PATH.finditer(body)]
     prose = _prose(re.sub(r"<!--.*?-->", "", body, flags=re.S))
-    words = len(prose.split())
+    words = prose_words(body)
     if words > rules.PAGE_WORDS:
         out.append(Problem(name, f"{words} words: the review guidance flags pages over {rules.PAGE_WORDS}"))
     british = sorted({m.group(0).lower() for m in rules.BRITISH.finditer(prose)})

@@ -97,6 +97,9 @@ def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[
     src = find_path(project)
     index_meta, _, pages, extras = _sources(src)
     lp_title = index_meta.get("title", "")
+    # the revised path's own address is this page once the export replaces it: no link to itself
+    index_meta["further_reading"] = [r for r in index_meta.get("further_reading") or ()
+                                     if rules.UPSTREAM_SLUG not in str((r.get("resource") or {}).get("link", ""))]
     index_meta.update(weight=1, layout=rules.LAYOUT, learning_path_main_page="yes",
                       author=f"{rules.UPSTREAM_AUTHORS}, {index_meta['author']}" if index_meta.get("author")
                       else rules.UPSTREAM_AUTHORS)

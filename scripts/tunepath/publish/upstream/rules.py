@@ -77,6 +77,10 @@ PROVENANCE = re.compile(r"<!-- tunepath export: (?P<text>.*?) -->")
 #: Page size: the review guidance flags a page over this many words (prose, code blocks excluded).
 PAGE_WORDS = 3500
 
+#: ``minutes_to_complete`` is at least the time to read the path's prose at this pace (words a
+#: minute, a common figure for technical text); running the steps on real hosts takes longer still.
+READING_WPM = 200
+
 #: The repository requires US English: British spellings a reviewer would flag (word stems).
 BRITISH = re.compile(r"\b(behaviour|colour|favour|neighbour|labour|honour|centre|metre|litre|fibre|"
                      r"labelled|labelling|modelled|modelling|travelled|cancelled|"
