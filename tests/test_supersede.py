@@ -87,3 +87,22 @@ def test_the_command_says_what_it_did_and_refuses_without_a_traceback(runs):
     bad = subprocess.run([*cli, NEW, "--by", "nope", "--why", "x"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert bad.stderr.startswith("tunepath: ") and "Traceback" not in bad.stderr
+
+
+def test_a_cycle_is_refused_when_marked_and_when_found_in_the_records(runs):
+    """Issue 30, review finding 18: A by B, then B by A hid both runs, with exit 0."""
+    store = RunStore(runs, REGISTRY.names)
+    supersede(store, OLD, NEW, "newer")
+    supersede(store, NEW, OTHER, "newer still")
+    with pytest.raises(RunError, match="cycle") as err:
+        supersede(store, OTHER, OLD, "back to the start")
+    assert f"{NEW} → {OTHER}" in str(err.value) or OTHER in str(err.value)
+    assert "superseded_by" not in json.loads((runs / OTHER / "run.json").read_text())    # nothing written
+    # a cycle written by hand is caught when the runs are read
+    record = json.loads((runs / OTHER / "run.json").read_text())
+    record["superseded_by"] = {"run": OLD, "why": "by hand"}
+    (runs / OTHER / "run.json").write_text(json.dumps(record))
+    from tunepath.evidence.supersede import check_superseding
+    loaded = RunStore(runs, REGISTRY.names).load_all()
+    with pytest.raises(RunError, match="cycle"):
+        check_superseding(loaded, {r.run_id for r in loaded})

@@ -227,6 +227,22 @@ def show_commands(result: StepResult) -> None:
             print(block.text, end="\n\n")
 
 
+def _site(site_dir) -> Path:
+    """The site the notebook writes into: ``site_dir``, else the project. A given directory is made
+    if missing, and must be one this user may write: else one line that says so, not a traceback."""
+    if site_dir is None:
+        return Path(project_dir())
+    site = Path(site_dir)
+    try:
+        site.mkdir(parents=True, exist_ok=True)
+        if not os.access(site, os.W_OK | os.X_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as exc:
+        raise TunepathError(f"site_dir {site_dir}: cannot write there ({exc.strerror or exc}); give a directory "
+                            "you may write, or leave site_dir unset to write into the project") from None
+    return site
+
+
 def draw_charts(result: StepResult, site_dir=None) -> list[Chart]:
     """The step's charts, one set per run (never one series across hosts), written under
     ``site_dir``'s ``static/`` (None: the project's). A run this notebook recorded by itself is
@@ -235,7 +251,7 @@ def draw_charts(result: StepResult, site_dir=None) -> list[Chart]:
         static = Path(tempfile.mkdtemp(prefix=f"tunepath-{result.recorded.name}-charts-"))
         atexit.register(shutil.rmtree, static, ignore_errors=True)
     else:
-        static = Path(site_dir if site_dir is not None else project_dir()) / "static"
+        static = _site(site_dir) / "static"
     result.chart_dir = static
     return result.definition.charts(result, static)
 
@@ -263,7 +279,7 @@ def publish(result: StepResult, charts: list[Chart], site_dir=None, mode: str = 
     definition = result.definition
     historical = Path(result.runs[0].path).parent / "historical" if result.runs else None
     doc = definition.document(result, [c.to_dict() for c in charts], notebook_links(result.step), historical)
-    write_json(Path(site_dir if site_dir is not None else project_dir()) / definition.data_file, doc)
+    write_json(_site(site_dir) / definition.data_file, doc)
     print(f"wrote {definition.data_file} for Hugo")
 
 

@@ -30,6 +30,18 @@ def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
     if newer.info.status == "failed":
         raise RunError(f"run {by!r} failed: a failed run cannot replace {old!r} on the pages")
     store.load(old)                                  # valid before it is touched
+    chain, at = [by], newer
+    while at.info.superseded_by:                     # the newer run's own successors: never back to OLD
+        nxt = at.info.superseded_by
+        if nxt == old or nxt in chain:
+            raise RunError(f"run {by!r} is itself superseded, through {' → '.join(chain + [nxt])}: marking {old!r} "
+                           f"as superseded by it would make a cycle, and neither would be shown. Name the newest "
+                           f"run of that chain with --by, or remove \"superseded_by\" from runs/{by}/run.json first")
+        chain.append(nxt)
+        try:
+            at = store.load(nxt)
+        except RunError:
+            break                                    # a successor not recorded: check_superseding says so
     path = store.root / old / "run.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     record["superseded_by"] = {"run": by, "why": why.strip()}
@@ -41,7 +53,18 @@ def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
 
 
 def check_superseding(runs, known: set[str]) -> None:
-    """Every run that says it is superseded names a run that is recorded."""
+    """Every run that says it is superseded names a run that is recorded, and no chain of them
+    comes back to where it started (a cycle would hide every run in it)."""
+    by_id = {run.run_id: run.info.superseded_by for run in runs}
+    for run in runs:
+        seen, at = [run.run_id], by_id.get(run.run_id)
+        while at and at in by_id:
+            if at in seen:
+                raise RunError(f"runs {' → '.join(seen + [at])} supersede each other in a cycle, so none of "
+                               f"them would be shown: remove \"superseded_by\" from runs/{run.run_id}/run.json "
+                               "or from another run of the cycle")
+            seen.append(at)
+            at = by_id.get(at)
     for run in runs:
         by = run.info.superseded_by
         if by and by not in known:

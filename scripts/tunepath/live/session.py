@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import json
-import math
 import os
 import platform
 import sys
@@ -35,6 +34,7 @@ from tunepath.errors import TunepathError
 from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles
 from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
+from tunepath.live.option_checks import check_dir, check_number, check_readable
 from tunepath.live.loadgen import LoadTool, detect, duration_for, get_profile
 from tunepath.live.placement import baseline_cpus
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
@@ -92,19 +92,19 @@ class LiveOptions:
             given = f"--repetitions {low}" if self.repetitions else f"the {profile.name} profile's minimum of {low}"
             raise TunepathError(f"--max-repetitions {self.max_repetitions} is below {given}: the maximum must be "
                                 "at least the minimum (give both, e.g. --repetitions 2 --max-repetitions 4)")
-        _check_number("--ci-target", self.ci_target_pct, "a percentage above 0 and at most 100 (how narrow each "
+        check_number("--ci-target", self.ci_target_pct, "a percentage above 0 and at most 100 (how narrow each "
                       "95 % interval must be, as a % of its median; default 5)", 100)
-        _check_number("--step-budget", self.step_budget_s, "a number of seconds above 0")
+        check_number("--step-budget", self.step_budget_s, "a number of seconds above 0")
         if self.allow_reboot and not self.apply:
             raise TunepathError("--allow-reboot only makes sense with --apply (without it nothing disruptive runs)")
-        _check_dir("--tomcat-home", self.tomcat_home)
+        check_dir("--tomcat-home", self.tomcat_home, writes=True)
         if self.java_home is not None:
-            _check_dir("--java-home", self.java_home)
+            check_dir("--java-home", self.java_home)
             if self.java_home.rstrip("/").endswith(("/bin/java", "/bin")):
                 raise TunepathError(f"--java-home {self.java_home}: give the JDK's directory (the one that holds "
                                     "bin/java), not its bin directory or java binary")
         if self.tomcat_tarball is not None:
-            _check_readable("--tomcat-tarball", self.tomcat_tarball)
+            check_readable("--tomcat-tarball", self.tomcat_tarball)
         if self.wrk2_source is not None:
             Wrk2Source.parse(self.wrk2_source)
         if self.tomcat_url is not None:
@@ -118,39 +118,6 @@ class LiveOptions:
         if self.wrk2_source is None and not self.build_wrk2:
             return None
         return Wrk2Source.parse(self.wrk2_source)
-
-
-def _check_number(flag: str, value, what: str, most: float = math.inf) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 < value <= most:
-        shown = f"{value:g}" if isinstance(value, float) else value
-        raise TunepathError(f"{flag} {shown}: must be {what}")
-
-
-def _check_dir(flag: str, value) -> None:
-    """A directory on the server: absolute or in the home directory, on one line."""
-    if not isinstance(value, str) or not value.strip():
-        raise TunepathError(f"{flag}: give a directory on the server")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise TunepathError(f"{flag} {value!r}: holds a control character (newline, NUL …); give a plain path")
-    if not (value.startswith("/") or value == "~" or value.startswith("~/")):
-        raise TunepathError(f"{flag} {value}: give an absolute path or one in the home directory (~/…), not a "
-                            "path relative to wherever the command runs")
-
-
-def _check_readable(flag: str, value: str) -> None:
-    path = Path(value).expanduser()
-    if path.is_dir():
-        raise TunepathError(f"{flag} {value}: is a directory, not a file")
-    try:
-        with open(path, "rb") as f:
-            f.read(1)
-    except FileNotFoundError:
-        raise TunepathError(f"{flag} {value}: no such file") from None
-    except OSError as exc:
-        raise TunepathError(f"{flag} {value}: cannot be read ({exc.strerror or exc})") from None
 
 
 def validate(options: LiveOptions) -> Inventory:
