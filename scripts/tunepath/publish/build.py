@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -316,6 +317,7 @@ def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path, inpu
     done = Progress([s.name for s in chosen])
     entries = plan(chosen, dirs, inputs, step_parameters(dirs.site_dir, dirs.runs_dir, dirs.run_ids))
     replay_all(entries, dirs, done, lambda entry, env, preloaded: _execute(entry, dirs, env, preloaded))
+    _prune_charts(dirs.stage)
     _say(f"notebooks: {len(done.executed)} executed, {len(done.reused)} unchanged"
          + ("" if dirs.use_cache else " (cache off)"))
     sources = _sources(project) if dirs.site_dir != project else []   # another site dir keeps a copy of them
@@ -328,6 +330,20 @@ def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path, inpu
             "use_cache": dirs.use_cache, "steps": done.names, "executed": done.executed, "unchanged": done.reused,
             "reasons": done.reasons, "hashing_s": round(inputs.hashing_s, 3), "workers": done.workers,
             "hugo_s": round(hugo_s, 3) if hugo_s is not None else None}
+
+
+def _prune_charts(stage: Path) -> None:
+    """Leave in the staged ``static/charts/`` only the charts some step's data names: a chart of a
+    run that was removed (or of a step that no longer draws it) is not published again."""
+    charts = stage / "static" / "charts"
+    if not charts.is_dir():
+        return
+    named = set()
+    for data in (stage / "data").rglob("*.json"):
+        named.update(re.findall(r'"charts/([^"/]+)"', data.read_text(encoding="utf-8")))
+    for f in charts.iterdir():
+        if f.is_file() and f.name not in named:
+            f.unlink()
 
 
 def _hugo(dirs: BuildDirs, dest: Path, pairs: list) -> float | None:
