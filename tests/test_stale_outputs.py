@@ -29,3 +29,18 @@ def test_no_charts_directory_is_nothing_to_do(tmp_path):
     (tmp_path / "data").mkdir()
     _prune_charts(tmp_path)
     assert not (tmp_path / "static").exists()
+
+
+def test_a_run_directory_linked_from_elsewhere_is_hashed_through_the_link(tmp_path):
+    """Review finding 20: a run directory that is a symlink, edited where it points, read as unchanged."""
+    from tunepath.publish.cache import runs_digest
+
+    elsewhere = tmp_path / "elsewhere" / "live-x"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "run.json").write_text("{}")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "live-x").symlink_to(elsewhere, target_is_directory=True)
+    before = runs_digest(runs)
+    (elsewhere / "run.json").write_text('{"edited": true}')
+    assert runs_digest(runs) != before

@@ -98,11 +98,17 @@ def _runs_skip(parts: tuple[str, ...]) -> bool:
 
 
 def runs_digest(runs_dir: Path) -> str:
-    """Hash of the raw inputs: every file under ``runs_dir`` with its relative path."""
+    """Hash of the raw inputs: every file under ``runs_dir`` with its relative path. A run's
+    directory that is a symbolic link to one elsewhere is read through it, as the run store reads
+    it: its files count, so that editing them there is seen."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         return hashlib.sha256(b"no runs directory").hexdigest()
-    return _tree_digest(runs_dir, _files(runs_dir, _runs_skip))
+    files = _files(runs_dir, _runs_skip)
+    for entry in sorted(runs_dir.iterdir()):
+        if entry.is_symlink() and entry.is_dir() and not _runs_skip((entry.name,)):
+            files += _files(entry, lambda parts: False)
+    return _tree_digest(runs_dir, files)
 
 
 def package_digest(package_dir: Path | None = None, version: str | None = None) -> str:
