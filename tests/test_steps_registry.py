@@ -62,7 +62,7 @@ def test_a_stale_or_foreign_notebook_is_reported(tmp_path):
     from tunepath.publish.notebooks import write_all
 
     write_all(tmp_path, REGISTRY)
-    (tmp_path / "99-gone.ipynb").write_text("{}")
+    (tmp_path / "99-gone.ipynb").write_text(render(get_step("baseline")))    # one this command generated (its mark)
     (tmp_path / "02-baseline.ipynb").write_text("{}")
     problems = check_all(tmp_path, REGISTRY)
     assert any("99-gone.ipynb belongs to no step" in p for p in problems)

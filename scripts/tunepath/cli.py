@@ -40,6 +40,9 @@ def _cmd_parse(args) -> int:
     # both name the file (or stdin) in every ParseError: unreadable, too large, not a report,
     # more than one report, nothing trustworthy left; the CLI prints it as one line
     if args.file == "-":
+        if sys.stdin is None:     # started with stdin closed (`<&-`)
+            raise UserError("standard input is closed: give a report on it "
+                            "(`tunepath parse - < report.txt`) or name the file")
         report = parse_report_stream(sys.stdin.buffer, args.tool)
     else:
         report = parse_report_file(args.file, args.tool)
@@ -68,7 +71,7 @@ def _cmd_notebooks(args) -> int:
         problems = check_all(directory, REGISTRY)
         if problems:
             raise UserError("the notebooks differ from the step registry: " + "; ".join(problems)
-                            + " (run `tunepath notebooks` to rewrite them)")
+                            + " (`tunepath notebooks` rewrites the ones it generates)")
         print(f"{len(REGISTRY)} notebooks match the step registry")
         return 0
     for line in write_all(directory, REGISTRY) or ["every notebook is up to date"]:

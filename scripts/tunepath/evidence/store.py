@@ -9,13 +9,13 @@ A run lives in ``runs/<run_id>/``::
                         beside it where recorded)
     verify/<file>       verification output exactly as printed
 
-Runs are written atomically (a temporary directory renamed into place) and never
-overwritten. Readers validate what they load: ``run.json`` must be strict JSON (UTF-8, no
-``NaN``, no key twice) and match ``run.schema.json`` (jsonschema), then a few checks the
-schema cannot express run in code (a null fact needs a reason, the run id names the
-directory, step names come from the registry, a configuration is measured once per
-repetition, and every file a run names stays inside the run's directory, symlinks
-resolved). Whatever is wrong, the error is one line naming the file and the field, e.g.
+Runs are written atomically (a temporary directory renamed into place) and never overwritten.
+Readers validate what they load: ``run.json`` must be strict JSON (UTF-8, no ``NaN``, no key
+twice) and match ``run.schema.json`` (jsonschema), then a few checks the schema cannot express
+run in code (a null fact needs a reason, the run id names the directory, step names come from the
+registry, a configuration is measured once per repetition, and every file a run names is the run's
+own: inside its directory, symlinks resolved, and of one hard link, as another name of it may lie
+outside the run). Whatever is wrong, the error is one line naming the file and the field, e.g.
 ``runs/x/run.json: measurements[3].repetition: '2' is not of type 'integer'``.
 """
 
@@ -119,8 +119,7 @@ class Run:
 
     def steps(self) -> list[str]:
         """The steps this run recorded anything of, in the order it recorded them."""
-        seen = [m.step for m in self.measurements] + [v.step for v in self.verifications]
-        seen += [s.step for s in self.skipped]
+        seen = [x.step for x in (*self.measurements, *self.verifications, *self.skipped)]
         return list(dict.fromkeys(seen))
 
     def measurement(self, step: str, variant: str, repetition: int = 1) -> Measurement | None:
@@ -135,8 +134,7 @@ class RunStore:
 
     def __init__(self, root: Path, steps: tuple[str, ...] | None = None):
         """``steps``: the step names a run may record (the registry's); None accepts any."""
-        self.root = Path(root)
-        self.steps = tuple(steps) if steps is not None else None
+        self.root, self.steps = Path(root), (tuple(steps) if steps is not None else None)
 
     def run_ids(self) -> list[str]:
         """The recorded runs; a run's directory (raw/, verify/) that lost its run.json is an error,
@@ -268,8 +266,7 @@ def _short(value) -> str:
 
 
 def _types(error) -> list[str]:
-    wanted = error.validator_value
-    return [wanted] if isinstance(wanted, str) else list(wanted)
+    return [error.validator_value] if isinstance(error.validator_value, str) else list(error.validator_value)
 
 
 def _pick(error):
@@ -352,6 +349,9 @@ def _inside(run: Run, rel: str, at: str, where: str, what: str = "raw output") -
         raise RunError(f"{where}: {at}: {_short(rel)} is a symlink that leaves the run's directory ({FIX})")
     if not real.is_file():
         raise RunError(f"{where}: {at}: {_short(rel)} is not a regular file ({FIX})")
+    if (links := real.stat().st_nlink) > 1:     # its other names may lie outside the run: not the run's own
+        raise RunError(f"{where}: {at}: {_short(rel)} is a hard link ({links} names for one file, maybe one outside "
+                       "the run): copy the file into the run instead of linking it (or restore it from git)")
     return path
 
 

@@ -4,7 +4,9 @@ Order: the forwards (no new connection can start), the sshd listeners, the VM (A
 a kill), any process still inside the
 lab's namespaces (a session, a Tomcat the path left running: a namespace with a process in it
 would outlive ``ip netns del``), the namespaces (their veths go with them), the users
-(``userdel -r``), the sudoers file, the files the lab wrote, the state itself. A process is only
+(``userdel -r``, each only while the account still matches the creation mark ``up`` wrote into
+its home, :func:`tunepath.lab.users.not_ours`; another account is left and named), the sudoers
+file, the files the lab wrote, the state itself. A process is only
 signalled after ``/proc`` shows it is still the one the lab started. Entries a state may not name
 (another prefix's namespace, a file outside the lab's names) are refused, whatever the file says.
 The state is rewritten after each removal, so a ``down`` that fails part-way can simply be rerun.
@@ -71,11 +73,15 @@ def _accounts(state: LabState, paths: LabPaths, note: Callable[[str], None]) -> 
         if name not in lab_users(state.prefix):
             raise TunepathError(f"{paths.state_file} lists user {name!r}, which is not one of this lab's; "
                                 "it is left alone")
-        existed = users.user_exists(name)
-        users.delete_user(name)
+        existed, why = users.user_exists(name), users.not_ours(name)
+        if why is None:
+            users.delete_user(name)
         state.users.remove(name)
         save_state(paths.state_file, state)
-        if existed:
+        if why is not None:
+            note(f"left user {name} alone: it is not one the lab created ({why}); if it is left from an old lab, "
+                 f"remove it by hand (userdel -r {name})")
+        elif existed:
             note(f"removed user {name} and its home (userdel -r)")
     if state.sudoers is not None:
         path = users.sudoers_path(state.prefix)

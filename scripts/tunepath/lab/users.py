@@ -6,21 +6,31 @@ nothing can log in with one, but the account is not locked, so sshd takes its ke
 ``~/.ssh/authorized_keys`` holds the lab's one public key. Only the server's user gets passwordless
 sudo, from ``/etc/sudoers.d/<prefix>-lab`` (mode 0440, checked with ``visudo -cf`` before it is
 put in place), as the path asks of a real server.
+
+Ownership: ``create_user`` writes a creation mark into the new home, :data:`CREATION_MARK`, a file
+owned by root (the user cannot forge one) recording the account's name, uid and home's inode.
+``down`` removes an account only while it still matches its mark (:func:`not_ours`): a state that
+lists someone else's account, or an account made again under a lab user's name, removes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import pwd
+import shutil
+import stat
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tunepath.errors import TunepathError
 from tunepath.lab.system import run, tool
 
-__all__ = ["SUDOERS_DIR", "user_name", "sudoers_path", "user_exists", "create_user", "authorize",
-           "delete_user", "write_sudoers", "remove_sudoers", "user_sudo_line"]
+__all__ = ["SUDOERS_DIR", "CREATION_MARK", "CreationMark", "user_name", "sudoers_path", "user_exists", "create_user",
+           "authorize", "not_ours", "delete_user", "write_sudoers", "remove_sudoers", "user_sudo_line"]
 
 SUDOERS_DIR = Path("/etc/sudoers.d")
+CREATION_MARK = ".tunepath-lab-user"      # in the home of each user the lab created
 
 
 def user_name(prefix: str, suffix: str) -> str:
@@ -42,6 +52,12 @@ def user_exists(name: str) -> bool:
 def create_user(name: str) -> None:
     run([tool("useradd"), "--create-home", "--shell", "/bin/bash", "--password", "*",
          "--comment", "tunepath lab user", name], f"creating user {name}")
+    try:
+        _mark(name)
+    except OSError as exc:           # unmarked, `down` would leave it: remove it now, while it is surely ours
+        run([tool("userdel"), "--remove", name], f"removing user {name}")
+        raise TunepathError(f"creating user {name}: cannot write its creation mark {CREATION_MARK} in its home "
+                            f"({exc.strerror or exc}); the user is removed again") from None
     perf = Path("/tmp") / f"hsperfdata_{name}"        # a former user's of this name: its JVMs could not write
     if perf.is_dir() and not perf.is_symlink() and perf.stat().st_uid != pwd.getpwnam(name).pw_uid:
         shutil.rmtree(perf, ignore_errors=True)
@@ -58,6 +74,54 @@ def authorize(name: str, public_key: str) -> None:
     for path, mode in ((ssh, 0o700), (keys, 0o600)):
         os.chown(path, entry.pw_uid, entry.pw_gid)
         os.chmod(path, mode)
+
+
+@dataclass(frozen=True)
+class CreationMark:
+    """An account as the lab created it: what :data:`CREATION_MARK` records, and ``down`` compares."""
+    user: str
+    uid: int
+    home: str
+    home_inode: int
+
+    @classmethod
+    def of(cls, entry: pwd.struct_passwd) -> "CreationMark":
+        return cls(entry.pw_name, entry.pw_uid, entry.pw_dir, Path(entry.pw_dir).lstat().st_ino)
+
+
+def _mark(name: str) -> None:
+    """The creation mark: written by this process (root), so owned by it, in the new account's home."""
+    entry = pwd.getpwnam(name)
+    path = Path(entry.pw_dir) / CREATION_MARK
+    path.unlink(missing_ok=True)              # not one a skeleton home could bring (it would be the user's)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+    with open(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(asdict(CreationMark.of(entry))) + "\n")
+
+
+def not_ours(name: str) -> str | None:
+    """Why the account ``name`` is not one the lab created (None: it is, or it no longer exists):
+    its home must hold the creation mark, a regular file of one link owned by this process's
+    user (root), naming this account's name, uid, home and home inode."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    home = Path(entry.pw_dir)
+    try:
+        fd = os.open(home / CREATION_MARK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
+                return f"{home / CREATION_MARK} is not the lab's file"
+            lab = CreationMark(**json.loads(f.read(4096)))
+        now = CreationMark.of(entry)
+    except (OSError, ValueError, TypeError):
+        return f"no creation mark of the lab in its home {home}"
+    if lab != now:
+        return (f"its mark records uid {lab.uid} and home {lab.home} (inode {lab.home_inode}), the account now has "
+                f"uid {now.uid} and home {now.home} (inode {now.home_inode})")
+    return None
 
 
 def delete_user(name: str) -> None:

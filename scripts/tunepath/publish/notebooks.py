@@ -3,10 +3,11 @@
 :func:`render` writes a step's notebook from the template: a title and the step's own
 narrative (``Step.why``), the parameters cell Papermill fills in, the few
 :mod:`tunepath.pipeline` calls every step makes, and the step's extra cells
-(``Step.notebook_cells``). ``tunepath notebooks`` writes them all into ``notebooks/``
-named by the registry's order (``NN-<name>.ipynb``) and removes numbered notebooks no
-step owns any more; ``tunepath notebooks --check`` (and a test) fails when a committed
-notebook differs from its rendering.
+(``Step.notebook_cells``). ``tunepath notebooks`` writes them all into ``notebooks/``, named
+by the registry's order (``NN-<name>.ipynb``) and marked (:data:`MARK`, kept by Jupyter on
+save), and removes the marked numbered notebooks no step owns any more (a user's unmarked
+``01-my-analysis.ipynb`` stays, named in one line); ``tunepath notebooks --check`` (and a
+test) fails when a committed notebook differs from its rendering.
 
 :func:`parameters` is what every execution passes (the replay build and a live run
 alike), and :func:`execute` the only place Papermill is called.
@@ -19,6 +20,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 import textwrap
 import threading
@@ -29,8 +31,8 @@ from tunepath.errors import TunepathError
 from tunepath.project import project_dir
 from tunepath.settings import LIVE, NOTEBOOK, literal
 
-__all__ = ["render", "write_all", "check_all", "parameters", "relative", "execute", "quiet_kernel_manager",
-           "quiet_papermill"]
+__all__ = ["render", "write_all", "check_all", "generated", "MARK", "parameters", "relative", "execute",
+           "quiet_kernel_manager", "quiet_papermill"]
 
 MODES_NOTE = ("Run it as it is (JupyterLab's Run All, `scripts/notebook` opens it) to replay the recorded runs: "
               "it parses the load generator's raw output from every selected run, draws one chart per run (a run "
@@ -47,6 +49,7 @@ LIVE_NOTE = ("# LIVE MODE ONLY: the options of `tunepath run`, with the same mea
              "# names the option of each).")
 WRAP = 100
 NUMBERED = re.compile(r"^\d{2}-[a-z0-9-]+\.ipynb$")
+MARK = {"generated": True}       # metadata.tunepath of every notebook render() writes
 
 
 def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> dict:
@@ -111,7 +114,7 @@ def render(step) -> str:
     nb = {"cells": [_cell(kind, source, f"{step.name}-{i}", ("parameters",) if i == 1 else ())
                     for i, (kind, source) in enumerate(cells)],
           "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                       "language_info": {"name": "python"}},
+                       "language_info": {"name": "python"}, "tunepath": MARK},
           "nbformat": 4, "nbformat_minor": 5}
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
@@ -122,34 +125,64 @@ def _stale(notebooks_dir: Path, registry) -> list[Path]:
     return [p for p in sorted(Path(notebooks_dir).glob("*.ipynb")) if NUMBERED.match(p.name) and p.name not in owned]
 
 
+def generated(path: Path) -> bool:
+    """``path`` is a regular file (not a symlink) whose notebook metadata carries :data:`MARK`."""
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+            meta = json.loads(f.read(64 << 20) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b"")
+        return meta["metadata"]["tunepath"] == MARK
+    except (OSError, ValueError, LookupError, TypeError, RecursionError):
+        return False
+
+
+def _not_ours(path: Path) -> str:
+    return (f"{path.name} belongs to no step but has no tunepath mark (`tunepath notebooks` did not write it): "
+            f"left in {path.parent}, not removed; if it is yours, rename it without the NN- prefix or move it, else "
+            "delete it")
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")     # renamed into place: a symlink of the name is replaced, not followed
+    try:
+        tmp.unlink(missing_ok=True)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise TunepathError(f"cannot write {path}: {exc.strerror or exc}; make it a file you can write (or remove "
+                            "it), then rerun `tunepath notebooks`") from None
+
+
 def write_all(notebooks_dir: Path, registry) -> list[str]:
-    """Write every step's notebook; remove numbered notebooks no step owns. Returns what changed."""
-    notebooks_dir = Path(notebooks_dir)
+    """Write every step's notebook; remove the numbered notebooks no step owns that this command
+    wrote (:func:`generated`), and name the others. Returns what changed, one line each."""
+    notebooks_dir, changed = Path(notebooks_dir), []
     notebooks_dir.mkdir(parents=True, exist_ok=True)
-    changed = []
     for step in registry:
-        path = notebooks_dir / step.notebook
-        text = render(step)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        path, text = notebooks_dir / step.notebook, render(step)
+        if path.is_symlink() or not path.is_file() or path.read_text(encoding="utf-8") != text:
+            _write(path, text)
             changed.append(f"wrote {path.name}")
     for path in _stale(notebooks_dir, registry):
-        path.unlink()
-        changed.append(f"removed {path.name} (no step owns it)")
+        if generated(path):
+            path.unlink()
+            changed.append(f"removed {path.name} (no step owns it)")
+        else:
+            changed.append(_not_ours(path))
     return changed
 
 
 def check_all(notebooks_dir: Path, registry) -> list[str]:
     """What differs between ``notebooks_dir`` and the registry's renderings (empty: nothing)."""
-    notebooks_dir = Path(notebooks_dir)
-    problems = []
+    notebooks_dir, problems = Path(notebooks_dir), []
     for step in registry:
         path = notebooks_dir / step.notebook
         if not path.is_file():
             problems.append(f"{path.name} is missing (step {step.name})")
         elif path.read_text(encoding="utf-8") != render(step):
             problems.append(f"{path.name} differs from the template's rendering of step {step.name}")
-    return problems + [f"{p.name} belongs to no step" for p in _stale(notebooks_dir, registry)]
+    return problems + [f"{p.name} belongs to no step" if generated(p) else _not_ours(p)
+                       for p in _stale(notebooks_dir, registry)]
 
 
 def parameters(mode: str, runs_dir: Path, site_dir: Path, run_ids: list[str] | None = None, *,

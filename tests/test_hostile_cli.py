@@ -1,0 +1,46 @@
+"""Issue 30, review findings 15, 16 and 22: odd input to the command line and the notebooks is one
+line for a person, not a traceback, and a Tomcat directory that is not one of its own is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from tunepath.errors import TunepathError
+from tunepath.live.session import LiveOptions
+from tunepath.pipeline import _site
+
+pytestmark = pytest.mark.fast
+
+
+def test_parse_with_stdin_closed_says_so_in_one_line():
+    done = subprocess.run(["bash", "-c", f'exec "{sys.executable}" -m tunepath.cli parse - <&-'],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT / "scripts"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "standard input is closed" in done.stderr
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "/proc/self/status/x"])
+def test_a_site_dir_the_notebook_cannot_write_is_one_line(where):
+    with pytest.raises(TunepathError, match="cannot write there") as err:
+        _site(where)
+    assert "\n" not in str(err.value) and where in str(err.value)
+
+
+def test_a_site_dir_is_made_when_missing(tmp_path):
+    assert _site(tmp_path / "a" / "b") == tmp_path / "a" / "b" and (tmp_path / "a" / "b").is_dir()
+
+
+@pytest.mark.parametrize("home", ["/", "~", "~/", "/usr", "/etc/", "/opt/../etc/tomcat", "~/.."])
+def test_a_tomcat_home_that_is_not_tomcats_own_is_refused(home):
+    with pytest.raises(TunepathError, match="Tomcat's own directory"):
+        LiveOptions(tomcat_home=home).check()
+
+
+@pytest.mark.parametrize("home", ["~/apache-tomcat-11.0.10", "/opt/tomcat", "/srv/tomcat/11"])
+def test_a_tomcat_home_of_its_own_passes(home):
+    LiveOptions(tomcat_home=home).check()
