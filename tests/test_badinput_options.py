@@ -70,7 +70,10 @@ BAD_RESTORE = {
 @pytest.fixture
 def nothing_may_connect(monkeypatch, tmp_path):
     """A home directory of its own, and host objects that fail the test if anything connects."""
-    from tunepath.live import hosts
+    # every module that binds these names at import is imported before the patch, so that it
+    # binds the real ones (a module first imported during the patch kept the stub for good), and
+    # its own binding is patched too, and put back after the test with the rest
+    from tunepath.live import actions, hosts, start
 
     home = tmp_path / "home"
     home.mkdir()
@@ -81,8 +84,10 @@ def nothing_may_connect(monkeypatch, tmp_path):
 
     monkeypatch.setattr(hosts.LocalHost, "__init__", refuse)
     monkeypatch.setattr(hosts.SSHHost, "__init__", refuse)
-    monkeypatch.setattr(hosts, "open_hosts", refuse)
-    monkeypatch.setattr(hosts, "connect", refuse)
+    for module in (hosts, start, actions):
+        for name in ("open_hosts", "connect"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, refuse)
     return home
 
 
@@ -195,3 +200,17 @@ def test_scripts_run_help_installs_nothing(stubbed_installers):
                        timeout=120)
     assert r.returncode == 0 and "--check-options" in r.stdout and "--ci-target" in r.stdout, r.stderr
     assert list(marks.iterdir()) == []
+
+
+def test_the_patch_leaves_no_stub_behind(nothing_may_connect):
+    """Issue 30: a module imported while the hosts were patched kept the stub after the test."""
+    from tunepath.live import actions, hosts, start
+
+    assert start.open_hosts is hosts.open_hosts and actions.connect is hosts.connect   # patched alike
+
+
+def test_after_a_patched_test_the_real_functions_are_back():
+    from tunepath.live import actions, hosts, start
+
+    for function in (hosts.open_hosts, hosts.connect, start.open_hosts, actions.connect):
+        assert function.__module__ == "tunepath.live.hosts" and function.__name__ in ("open_hosts", "connect")
