@@ -291,10 +291,12 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
 
     from tunepath.live import actions
 
-    failed = []
+    failed, record = [], {"blocks": [{"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}
     monkeypatch.setattr(actions, "cleanup", lambda *a: None)
-    session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=False),
-                              recorder=SimpleNamespace(fail=lambda step, message, **kw: failed.append((step, message))))
+    monkeypatch.setattr(actions, "restore", lambda server: ["eth0: combined 4 queues again"])
+    session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
+                              recorder=SimpleNamespace(fail=lambda step, message, **kw: failed.append((step, message)),
+                                                       record=record, mask=lambda x: x, save=lambda: None))
     with pytest.raises(KeyboardInterrupt):
         with actions.step_guard(session, "baseline"):
             raise KeyboardInterrupt
@@ -302,3 +304,8 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
         with actions.step_guard(session, "numa"):
             raise TunepathError("numactl is missing")
     assert failed == [("baseline", "interrupted"), ("numa", "numactl is missing")]
+    # what the guard put back is noted in the run (issue 30, item 4), on the page of the step that changed it
+    notes = [n["text"] for n in record["notes"]]
+    assert notes[0].startswith("When baseline was interrupted, the server was put back as the run found it: ")
+    assert notes[1].startswith("When numa failed, ") and all("eth0: combined 4 queues again" in n for n in notes)
+    assert record["notes"][0]["steps"] == ["nic-queues"]

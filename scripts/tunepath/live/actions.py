@@ -37,13 +37,23 @@ def step_guard(session: Session, step: str):
         yield
     except BaseException as exc:
         progress(f"{step}: {type(exc).__name__}: restoring the server")
+        done: list[str] = []
         try:
             cleanup(session.server, session.tomcat, session.clients, session.run_id)
+            done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
             if session.options.apply:
                 for line in restore(session.server):
                     progress(f"{step}: restored {line}")
+                    done.append(line)
         except Exception as inner:   # keep the original error; the runner cleans up again
             progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
+            done.append(f"incomplete ({inner}); the end of the run tried again")
+        from tunepath.live.runner import record_restore      # here: the runner needs the steps, which need us
+        try:                                                  # noted in the run, as every restore is
+            record_restore(session.recorder, done,
+                           f"When {step} {'was interrupted' if isinstance(exc, KeyboardInterrupt) else 'failed'}")
+        except Exception as inner:                            # never at the cost of the original error
+            progress(f"{step}: noting the restore in the run failed ({inner})")
         # the runner ends this kernel with SIGINT when it is interrupted: record it as the runner does
         message = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
         session.recorder.fail(step, message, host=getattr(exc, "result", None) and exc.result.host,

@@ -211,12 +211,18 @@ def _resume(runs_dir: Path, run_id: str, options):
 
 
 def note_restore(recorder, lines: list[str], when: str) -> None:
-    """Print and note in the run what putting the server back did, on the pages of the steps that
-    changed the host (e.g. "eth0: 4 queues again" beside the queue counts the NIC step changed)."""
+    """Print and note in the run what putting the server back did (:func:`record_restore`)."""
     from tunepath.live.session import progress
 
     for line in lines:
         progress(f"restored {line}")
+    record_restore(recorder, lines, when)
+
+
+def record_restore(recorder, lines: list[str], when: str) -> None:
+    """Note in the run what putting the server back did, whoever did it (a step's guard, the end of
+    the run, an abort), on the pages of the steps that changed the host (e.g. "eth0: 4 queues
+    again" beside the queue counts the NIC step changed)."""
     if not lines:
         return
     ran = {(b.get("step"), b.get("block")) for b in recorder.record.get("blocks", []) if b.get("outcome") == "ran"}
