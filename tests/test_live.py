@@ -296,7 +296,9 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
     monkeypatch.setattr(actions, "restore", lambda server: ["eth0: combined 4 queues again"])
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
                               recorder=SimpleNamespace(fail=lambda step, message, **kw: failed.append((step, message)),
-                                                       record=record, mask=lambda x: x, save=lambda: None))
+                                                       note_put_back=lambda lines, when, steps: record.setdefault(
+                                                           "notes", []).append({"text": f"{when}: " + "; ".join(lines),
+                                                                                "steps": steps})))
     with pytest.raises(KeyboardInterrupt):
         with actions.step_guard(session, "baseline"):
             raise KeyboardInterrupt
@@ -306,6 +308,18 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
     assert failed == [("baseline", "interrupted"), ("numa", "numactl is missing")]
     # what the guard put back is noted in the run (issue 30, item 4), on the page of the step that changed it
     notes = [n["text"] for n in record["notes"]]
-    assert notes[0].startswith("When baseline was interrupted, the server was put back as the run found it: ")
-    assert notes[1].startswith("When numa failed, ") and all("eth0: combined 4 queues again" in n for n in notes)
-    assert record["notes"][0]["steps"] == ["nic-queues"]
+    assert notes[0].startswith("When baseline was interrupted: Tomcat and the load stopped")
+    assert notes[1].startswith("When numa failed: ") and all("eth0: combined 4 queues again" in n for n in notes)
+    assert [n["steps"] for n in record["notes"]] == [["baseline"], ["numa"]]
+
+
+def test_a_put_back_is_noted_on_the_pages_it_concerns(tmp_path):
+    from tunepath.evidence.recorder import RunRecorder
+
+    recorder = RunRecorder.__new__(RunRecorder)
+    recorder.record, recorder.mask, recorder.save = {}, (lambda x: x), (lambda: None)
+    recorder.note_put_back([], "When the run ended")
+    assert "notes" not in recorder.record                        # nothing put back: no note
+    recorder.note_put_back(["eth0: combined 4 queues again"], "When numa failed", ["numa"])
+    assert recorder.record["notes"] == [{"text": "When numa failed, the server was put back as the run found it: "
+                                                 "eth0: combined 4 queues again.", "steps": ["numa"]}]

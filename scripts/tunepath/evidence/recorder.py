@@ -295,6 +295,17 @@ class RunRecorder:
         self.record["blocks"].append(entry)
         self.save()
 
+    def note_put_back(self, lines: list[str], when: str, steps: list[str] | None = None) -> None:
+        """Note what putting the server back did, whoever did it (a step's guard, the end of the run,
+        an abort), on the pages of ``steps`` (None: every page of the run)."""
+        if not lines:
+            return
+        note = {"text": f"{when}, the server was put back as the run found it: {'; '.join(lines)}."}
+        if steps:
+            note["steps"] = list(steps)
+        self.record.setdefault("notes", []).append(self.mask(note))
+        self.save()
+
     def warn(self, message: str) -> None:
         message = self.mask(message)
         if message not in self.record["warnings"]:

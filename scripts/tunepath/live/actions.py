@@ -48,11 +48,10 @@ def step_guard(session: Session, step: str):
         except Exception as inner:   # keep the original error; the runner cleans up again
             progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
             done.append(f"incomplete ({inner}); the end of the run tried again")
-        from tunepath.live.runner import record_restore      # here: the runner needs the steps, which need us
-        try:                                                  # noted in the run, as every restore is
-            record_restore(session.recorder, done,
-                           f"When {step} {'was interrupted' if isinstance(exc, KeyboardInterrupt) else 'failed'}")
-        except Exception as inner:                            # never at the cost of the original error
+        try:                         # noted in the run, as every restore is, on the page of the step
+            session.recorder.note_put_back(
+                done, f"When {step} {'was interrupted' if isinstance(exc, KeyboardInterrupt) else 'failed'}", [step])
+        except Exception as inner:   # never at the cost of the original error
             progress(f"{step}: noting the restore in the run failed ({inner})")
         # the runner ends this kernel with SIGINT when it is interrupted: record it as the runner does
         message = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__

@@ -211,28 +211,16 @@ def _resume(runs_dir: Path, run_id: str, options):
 
 
 def note_restore(recorder, lines: list[str], when: str) -> None:
-    """Print and note in the run what putting the server back did (:func:`record_restore`)."""
+    """Print and note in the run what putting the server back did, on the pages of the steps that
+    changed the host (e.g. "eth0: 4 queues again" beside the queue counts the NIC step changed)."""
     from tunepath.live.session import progress
 
     for line in lines:
         progress(f"restored {line}")
-    record_restore(recorder, lines, when)
-
-
-def record_restore(recorder, lines: list[str], when: str) -> None:
-    """Note in the run what putting the server back did, whoever did it (a step's guard, the end of
-    the run, an abort), on the pages of the steps that changed the host (e.g. "eth0: 4 queues
-    again" beside the queue counts the NIC step changed)."""
-    if not lines:
-        return
     ran = {(b.get("step"), b.get("block")) for b in recorder.record.get("blocks", []) if b.get("outcome") == "ran"}
     steps = [s.name for s in REGISTRY.steps if any((s.name, b) in ran for b in
              {b for needs in s.disruptive_needs.values() for b in needs} | set(s.optional_blocks))]
-    note = {"text": f"{when}, the server was put back as the run found it: {'; '.join(lines)}."}
-    if steps:
-        note["steps"] = steps
-    recorder.record.setdefault("notes", []).append(recorder.mask(note))
-    recorder.save()
+    recorder.note_put_back(lines, when, steps)
 
 
 def _kernels() -> list[int]:
