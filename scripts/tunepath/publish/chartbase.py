@@ -1,6 +1,10 @@
 """What every chart shares: matplotlib's set-up, the colours, the record of a chart, and the
 writing of its two renderings (wide and narrow) as byte-identical SVGs.
 
+Every string a run recorded (a host name, a label) goes into a chart through :func:`literal`:
+matplotlib reads a text with two unescaped dollar signs as mathtext, so ``srv $\\frac{1}{$`` would
+fail the build and ``$x$`` would be drawn as math (issue 30, finding 7).
+
 The SVGs carry no date, and their element ids come from a fixed hash salt (or are the ``gid``
 given to an artist: ``bar-N``, ``whisker``, ``whisker-cap-N``, ``value-label-N``, ``ref-…``, which
 ``tests/test_chart_layout.py`` reads), so rebuilding changes no byte unless the data changed.
@@ -21,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["Chart", "RC", "HIGHLIGHT", "CONTEXT", "OFFERED", "INK", "figure", "formatter", "locator",
-           "render_svg", "emit", "chart_id", "keys", "host_title", "where", "whiskers"]
+           "render_svg", "emit", "chart_id", "keys", "host_title", "where", "whiskers", "literal"]
 
 HASH_SALT = "tunepath"
 HIGHLIGHT = "#0091bd"   # Arm blue
@@ -52,6 +56,12 @@ class Chart:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def literal(text) -> str:
+    """``text`` as matplotlib draws it literally: every dollar sign escaped (no mathtext; an
+    escaped one is drawn as a plain dollar, and a backslash before it stays)."""
+    return str(text).replace("$", r"\$")
 
 
 def figure(**kw) -> "Figure":
@@ -124,10 +134,10 @@ def keys(rows: list[dict]) -> tuple[str, ...]:
 
 
 def host_title(what: str, rows, size: layout.Size = layout.WIDE) -> str:
-    """``WHAT — server (run)``, wrapped to the drawing's line length."""
+    """``WHAT — server (run)``, wrapped to the drawing's line length, drawn as written."""
     first = rows[0]
     where_ = " — server and client on one machine" if first["same_machine"] else ""
-    return layout.wrap(f"{what} — {first['server']} ({first['run_id']}){where_}", size.line)
+    return literal(layout.wrap(f"{what} — {first['server']} ({first['run_id']}){where_}", size.line))
 
 
 def where(rows, run_id: str) -> str:

@@ -99,15 +99,16 @@ def cpu_chart(rows: list[dict], highlight: set[str], static_dir: Path, name: str
 
 def _categories(ax, y: list[float], labels: list[str], size: layout.Size, fontsize: float) -> None:
     """Name each row: on the y axis (wide), or above its bar (narrow: the full width then goes
-    to the bars)."""
+    to the bars); each name drawn as written."""
+    labels = [base.literal(layout.wrap(label, size.wrap)) for label in labels]
     if size is layout.NARROW:
         ax.set_yticks([])
         ax.set_ylim(-0.55, len(y) - 0.1)
         for i, (yi, label) in enumerate(zip(y, labels)):
-            ax.text(0, yi + 0.3, layout.wrap(label, size.wrap), va="bottom", ha="left", fontsize=fontsize,
-                    linespacing=1.1, gid=f"category-{i}")
+            ax.text(0, yi + 0.3, label, va="bottom", ha="left", fontsize=fontsize, linespacing=1.1,
+                    gid=f"category-{i}")
     else:
-        ax.set_yticks(y, [layout.wrap(label, size.wrap) for label in labels], fontsize=fontsize)
+        ax.set_yticks(y, labels, fontsize=fontsize)
     ax.tick_params(axis="x", labelsize=size.small)
     ax.xaxis.set_major_locator(base.locator(size))
 
@@ -179,12 +180,12 @@ def _bar_figure(rows: list[dict], lit: list[bool], size: layout.Size, spec: _Bar
     if len(rates) == 1:
         xlabel += f"; dashed line: offered rate, {fmt.offered(rates[0])} req/s"
     labels = [layout.BarLabel(yi, v, (r[spec.low], r[spec.high]) if words_.has_interval(r, spec.low, spec.high)
-                              else None, spec.words(r, size), base.HIGHLIGHT if h else base.CONTEXT)
+                              else None, base.literal(spec.words(r, size)), base.HIGHLIGHT if h else base.CONTEXT)
               for yi, r, v, h in zip(y, rows, values, lit)]
     top = max(values + rates + [r[spec.high] for _, r in ci]) or 1.0
     ax.xaxis.set_major_formatter(base.formatter(lambda x, _pos: f"{x:,.0f}"))
     layout.place_bar_labels(fig, ax, labels, size.small, top * 1.04, tuple(rates[:1]) if len(rates) == 1 else ())
-    ax.set_xlabel(layout.wrap(xlabel, size.line), fontsize=size.small)
+    ax.set_xlabel(base.literal(layout.wrap(xlabel, size.line)), fontsize=size.small)
     ax.set_title(base.host_title(spec.title, rows, size), loc="left", fontsize=size.font)
     return fig
 
@@ -263,5 +264,5 @@ def _ratio_figure(rows: list[dict], title: str, size: layout.Size) -> "Figure":
     _categories(ax, y, [r["label"] for r in rows], size, size.small)
     ax.set_xlabel(layout.wrap("ratio of requests per second (1× = the same; dashed line)", size.line),
                   fontsize=size.small)
-    ax.set_title(layout.wrap(title, size.line), loc="left", fontsize=size.font)
+    ax.set_title(base.literal(layout.wrap(title, size.line)), loc="left", fontsize=size.font)
     return fig

@@ -73,8 +73,9 @@ def _thread_sweep_figure(rows: list[dict], xs: list, best_x, size: layout.Size) 
             ax.axvline(best_x[0], color="#8bc34a", linestyle=":", linewidth=1.2, gid=f"ref-best-{i}")
     axes[2].set_xticks(xs, [str(x) for x in xs])
     axes[2].minorticks_off()
-    axes[2].set_xlabel(layout.wrap("maxThreads (= minSpareThreads), log scale"
-                                   + (f"; dotted: the {best_x[1]}" if best_x else ""), size.line), fontsize=size.small)
+    axes[2].set_xlabel(base.literal(layout.wrap("maxThreads (= minSpareThreads), log scale"
+                                                + (f"; dotted: the {best_x[1]}" if best_x else ""), size.line)),
+                       fontsize=size.small)
     axes[0].set_title(base.host_title("Thread-count sweep", rows, size), loc="left", fontsize=size.font)
     return fig
 
@@ -141,7 +142,7 @@ def _rate_sweep_figure(rows: list[dict], capacity, size: layout.Size) -> "Figure
             top.plot(xs, ys, marker="o", label=label, color=color, linewidth=1.4, gid=f"series-{label}")
     top.set_yscale("log")
     top.axhline(capacity.slo_ms, color=base.OFFERED, linestyle="--", linewidth=1, gid="ref-objective",
-                label=f"objective p{capacity.percentile} ≤ {capacity.slo_ms:g} ms")
+                label=base.literal(f"objective p{capacity.percentile} ≤ {capacity.slo_ms:g} ms"))
     _capacity_lines(top, bottom, capacity)
     for r, ok in zip(rows, capacity.meets):
         if not ok and _finite(r.get("p99_ms")):

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from tunepath.errors import TunepathError
-from tunepath.publish.upstream import rules, tables
+from tunepath.publish.upstream import escape, rules, tables
 from tunepath.publish.upstream.check import check_path, find_path, front_matter
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
 
@@ -65,7 +65,7 @@ def _provenance(frozen: Frozen, commit: str) -> str:
     runs = "; ".join(f"run {r['run_id']} (server {r.get('server') or 'not recorded'}, "
                      f"date {r.get('date') or 'not recorded'})" for r in frozen.runs)
     text = f"figures from {runs or 'no run (this page has no figures)'}; tunepath commit {commit}"
-    return f"<!-- tunepath export: {text.replace('--', '- -')} -->"      # "--" may not appear in a comment
+    return f"<!-- tunepath export: {escape.comment(text)} -->"      # "--" may not appear in a comment
 
 
 def _page(meta: dict, frozen: Frozen, commit: str, pages: dict[str, str] | None = None) -> str:

@@ -4,7 +4,8 @@ data (``data/``, ``static/charts/``) of one chosen run; ``notice``, which that r
 defines, stays.
 
 ``SiteData.load(project)`` reads the build's output once; ``Freezer(data, run).page(body, step)``
-returns the frozen body and the chart files it references.
+returns the frozen body and the chart files it references. Every string of the data reaches the
+page through ``escape.py``: a run's labels, hosts, notes, commands and outputs stay what they are.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.publish.upstream import rules, tables
+from tunepath.publish.upstream.escape import code, fence, text
 
 __all__ = ["SiteData", "Freezer", "Frozen", "SHORTCODE"]
 
@@ -174,7 +176,7 @@ class Freezer:
         if m is None or a.get("field") not in m.get("display", {}):
             raise TunepathError(f"{where}: run {run['run_id']} has no {a.get('variant')!r} "
                                 f"figure {a.get('field')!r}")
-        return str(m["display"][a["field"]] or "n/a")
+        return text(m["display"][a["field"]] or "n/a")
 
     def _commands(self, a, out, where) -> str:
         run = self.run_of(a["step"], where, a.get("run"), lambda r: a.get("block") in (r.get("commands") or {}),
@@ -184,8 +186,9 @@ class Freezer:
         block = (run.get("commands") or {}).get(a.get("block"))
         if not block:
             raise TunepathError(f"{where}: run {run['run_id']} has no command block {a.get('block')!r}")
-        head = f"**On the {block.get('host') or 'server'}:**" + (f" {block['title']}" if block.get("title") else "")
-        return f"{head}\n\n```{block.get('lang') or 'bash'}\n{command_text(block)}\n```\n"
+        head = (f"**On the {text(block.get('host') or 'server')}:**"
+                + (f" {text(block['title'])}" if block.get("title") else ""))
+        return f"{head}\n\n{fence(command_text(block), block.get('lang') or 'bash')}\n"
 
     def _verification(self, a, out, where) -> str:
         name = a.get("name")
@@ -193,11 +196,11 @@ class Freezer:
             raise NoArmRun(f"{where}: an emulated server's outputs")
         run = self._run(a, out, where, lambda r: name in (r.get("verification") or {}))
         if name in (run.get("verification") or {}):
-            return _output(run, name)
+            return tables.verification(run, name)
         cmd = (run.get("verification_commands") or {}).get(name)
-        text = cmd.get("command") or cmd.get("text") if isinstance(cmd, dict) else cmd
-        shown = f"```bash\n{text}\n```\n\n" if text else ""
-        return f"{shown}Run `{run['run_id']}` recorded no output of this check."
+        command = cmd.get("command") or cmd.get("text") if isinstance(cmd, dict) else cmd
+        shown = f"{fence(command, 'bash')}\n\n" if command else ""
+        return f"{shown}Run {code(run['run_id'])} recorded no output of this check."
 
     def _cmdline(self, a, out, where) -> str:
         """The chosen run's kernel command line after the block's reboot; else every run's that
@@ -208,7 +211,7 @@ class Freezer:
         chosen = [r for r in rebooted if r["run_id"] == (a.get("run") or self.chosen)]
         if not rebooted:
             return "No run of this step rebooted the server here, so none recorded the new kernel command line."
-        return "\n\n".join(_cmdline_diff(self._used(out, r), block) for r in chosen or rebooted)
+        return "\n\n".join(tables.cmdline_diff(self._used(out, r), block) for r in chosen or rebooted)
 
     def _sweep_commands(self, a, out, where) -> str:
         """The rate sweep's other load blocks (``load-rate-N`` after the one shown in full), rate by
@@ -221,9 +224,9 @@ class Freezer:
         if not rest:
             return ""
         rates = ", ".join(f"{rate:,}" for rate, _ in rest)
-        text = "\n".join(command_text(b) for _, b in rest)
+        commands = "\n".join(command_text(b) for _, b in rest)
         return (f"The other rates run the same command with only `-R` changed: {rates} req/s, in that order.\n\n"
-                f"```bash\n{text}\n```\n")
+                f"{fence(commands, 'bash')}\n")
 
     def _variables(self, a, out, where) -> str:
         """The path's variables (data/steps/setup.json): a table, then the export lines per host."""
@@ -231,12 +234,13 @@ class Freezer:
         if not rows:
             raise TunepathError(f"{where}: data/steps/setup.json has no variables (rebuild with `tunepath build`)")
         table = ["| Variable | Set on | What it holds |", "| --- | --- | --- |"]
-        table += [f"| `{v['shell']}` | {v['hosts']} | {v['meaning']} |" for v in rows]
+        table += ["| " + " | ".join(tables.cell(c) for c in (code(v["shell"]), text(v["hosts"]), text(v["meaning"])))
+                  + " |" for v in rows]
         blocks = []
         for host in ("server", "client"):
             lines = [v["export"] for v in rows if host in v["hosts"]]
             if lines:
-                blocks.append(f"**On the {host}** (example values: use your own):\n\n```bash\n" + "\n".join(lines) + "\n```")
+                blocks.append(f"**On the {host}** (example values: use your own):\n\n" + fence("\n".join(lines), "bash"))
         return "\n".join(table) + "\n\n" + "\n\n".join(blocks) + "\n"
 
     def _notebook(self, a, out, where) -> str:
@@ -244,12 +248,12 @@ class Freezer:
         if not named.get(a["step"]):
             raise TunepathError(f"{where}: step {a['step']!r} has no notebook in data/path.json: run `tunepath build`")
         nb = Path(named[a["step"]])
-        return (f"The calculation behind these figures is the notebook `notebooks/{nb.name}` of the "
+        return (f"The calculation behind these figures is the notebook {code('notebooks/' + nb.name)} of the "
                 "tunepath project, which recomputes them from the recorded runs.")
 
     def _placement(self, a, out, where) -> str:
         run = self._run(a, out, where)
-        return f"{run['placement']['text']} {run['warmup_rule']['text']}"
+        return f"{text(run['placement']['text'])} {text(run['warmup_rule']['text'])}"
 
     def _results(self, a, out, where) -> str:
         run = self._run(a, out, where)
@@ -277,7 +281,7 @@ class Freezer:
         caption = (chart.get("caption") or "").strip()
         # the caption under the image, not as its title: the repository's image audit reads an
         # image's target up to the first ")", and captions hold parentheses
-        return f"![{alt_text(chart['alt'])}#center]({src.name})" + (f"\n\n*{caption}*" if caption else "")
+        return f"![{alt_text(chart['alt'])}#center]({src.name})" + (f"\n\n*{text(caption)}*" if caption else "")
 
     def _precision(self, a, out, where) -> str:
         return tables.precision(self._run(a, out, where))
@@ -322,45 +326,21 @@ class Freezer:
         if pair is None:      # never two different machines in full: their ratio shows the machines
             return ("No two runs of the same host kind measured a configuration in common, so no pair is shown "
                     "in full. The pairs of recorded runs:\n\n" + "\n".join(
-                        f"- A `{p['a']['run_id']}` ({p['a']['server']}), B `{p['b']['run_id']}` ({p['b']['server']})"
-                        for p in pairs))
+                        f"- {_pair(p)}" for p in pairs))
         for r in (pair["a"], pair["b"]):
             self._used(out, r)
         chart = self.image(pair["chart"], out, where) + "\n\n" if pair.get("chart") else ""
-        others = [f"- A `{p['a']['run_id']}` ({p['a']['server']}), B `{p['b']['run_id']}` ({p['b']['server']}): "
-                  f"{p['common']} measurement(s) in common, {p['facts_differ']} fact(s) differ"
+        others = [f"- {_pair(p)}: {text(p['common'])} measurement(s) in common, "
+                  f"{text(p['facts_differ'])} fact(s) differ"
                   for p in pairs if p is not pair]
         rest = ("\n\nThe other pairs of recorded runs (shown in full on the tunepath site and by "
                 "`tunepath compare RUN_A RUN_B`):\n\n" + "\n".join(others)) if others else ""
         return chart + tables.compare_pair(pair, self.titles) + rest
 
 
-def _output(run: dict, name: str) -> str:
-    """One run's verification block: its command, then its output (trimmed as on the site, with
-    the labels of a state that differs from the measured one), or why it was skipped."""
-    v = run["verification"][name]
-    where = f"{run.get('server')} (run `{run['run_id']}`" + (", an emulated server" if run.get("emulated") else "") + ")"
-    head = f"**On the {v.get('host') or 'server'}:**\n\n```bash\n{v['command']}\n```\n\n"
-    if v.get("status") == "skipped":
-        return head + f"Skipped on {where}, so there is no output: {v.get('reason') or 'no reason recorded'}.\n"
-    if v.get("status") == "empty":
-        return head + f"Ran on {where} and printed nothing.\n"
-    if v.get("status") == "failed":
-        return head + f"Failed on {where}; it printed:\n\n```output\n{v['output'].rstrip()}\n```\n"
-    notes = "".join(f"{c['text']}\n\n" for c in v.get("conditions") or () if c.get("text"))
-    text = (v.get("excerpt") if v.get("trimmed") else None) or v["output"]
-    cut = " (the lines that matter; the run record holds the whole output)" if v.get("trimmed") else ""
-    return head + notes + f"The output on {where}{cut}:\n\n```output\n{text.rstrip()}\n```\n"
-
-
-def _cmdline_diff(run: dict, block: str) -> str:
-    """What a reboot changed on the kernel command line, in the path's parameters only (the
-    verification data's ``kernel_cmdline_before.after[block]``: model/cmdline)."""
-    entry = ((run.get("kernel_cmdline_before") or {}).get("after") or {}).get(block) or {}
-    added, removed = entry.get("added") or [], entry.get("removed") or []
-    text = (f"After the reboot, `cat /proc/cmdline` on {run.get('server')} (run `{run['run_id']}`) showed "
-            + (f"these parameters added: `{' '.join(added)}`" if added else "no parameter added"))
-    return text + (f"; removed: `{' '.join(removed)}`." if removed else ".")
+def _pair(p: dict) -> str:
+    return (f"A {code(p['a']['run_id'])} ({text(p['a']['server'])}), "
+            f"B {code(p['b']['run_id'])} ({text(p['b']['server'])})")
 
 
 def _measurement(run: dict, variant: str | None, field: str | None) -> bool:
@@ -378,7 +358,8 @@ def alt_text(alt: str) -> str:
     """Alt text the repository's audit accepts (4 to 45 words): the chart's own, or its first
     sentence when the whole is longer; the figures are in the page's tables."""
     low, high = rules.ALT_WORDS
-    if len(re.findall(r"[A-Za-z0-9]+", alt)) <= high:
-        return alt.replace("]", ")").replace("[", "(").strip()
-    first = re.split(r"(?<=[.;:])\s", alt, maxsplit=1)[0].rstrip(".;:") + "."
-    return first.replace("]", ")").replace("[", "(")
+    alt = " ".join(alt.split())
+    if len(re.findall(r"[A-Za-z0-9]+", alt)) > high:
+        alt = re.split(r"(?<=[.;:])\s", alt, maxsplit=1)[0].rstrip(".;:") + "."
+    # brackets would end the image's description, and the entities of angle brackets count as words
+    return text(alt.translate(str.maketrans("[]<>", "()‹›")))
