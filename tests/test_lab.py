@@ -236,6 +236,41 @@ def test_faults_sshd_killed_and_restarted_link_down_and_up(lab):
 
 
 @live
+def test_a_server_whose_link_is_cut_during_a_command_is_declared_lost_in_seconds(lab):
+    """Issue 30, item 2: with no keepalive, a cut link stalled a command for its whole timeout (300 s
+    for update-grub). The SSH link now gives up after sshlink.LOST_S seconds without an answer."""
+    import threading
+
+    from tunepath.live.sshlink import LOST_S
+
+    _, (server, *clients) = _hosts(lab)
+    ended: dict = {}
+
+    def long_command():
+        started = time.monotonic()
+        try:
+            server.run("sleep 240", timeout=300)
+        except TunepathError as exc:
+            ended["error"] = str(exc)
+        ended["after_s"] = time.monotonic() - started
+
+    try:
+        worker = threading.Thread(target=long_command, daemon=True)
+        worker.start()
+        time.sleep(2)
+        cut = time.monotonic()
+        lab.set_link("server", False)
+        worker.join(LOST_S + 40)
+        stall = time.monotonic() - cut
+        assert "lost the host" in ended.get("error", ""), ended
+        assert stall < LOST_S + 15, stall          # not the command's 300 s
+    finally:
+        lab.set_link("server", True)
+        for host in (server, *clients):
+            host.close()
+
+
+@live
 def test_up_refuses_a_namespace_it_did_not_create_and_rolls_back_a_failed_up(tmp_path, monkeypatch):
     _need_parts()
     prefix = f"tpu{os.getpid()}"

@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import stat
 import subprocess
 import time
@@ -30,14 +29,14 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.inventory import HostSpec, Inventory, load_inventory, local_inventory
-from tunepath.live.knownhosts import HostKeyCheck, HostKeyError, RevokedHostKey, UnknownHostKey, describe
+from tunepath.live.knownhosts import HostKeyCheck, HostKeyError
+from tunepath.live.sshlink import CONNECT_TIMEOUT, keep_alive, lost, ssh_failure
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory", "Host", "LocalHost", "SSHHost",
            "CommandResult", "CommandFailed", "HostKeyError", "connect", "connect_all", "open_hosts",
            "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 120          # seconds, for one command
-CONNECT_TIMEOUT = 15           # seconds, for an SSH connection
 KILL_GRACE = 5                 # seconds between TERM and KILL when a command times out
 SUDO_HOWTO = ("Allow the user passwordless sudo: on the host, run "
               "echo \"$(id -un) ALL=(ALL) NOPASSWD: ALL\" | sudo tee /etc/sudoers.d/tunepath && "
@@ -262,39 +261,8 @@ class SSHHost(Host):
             self.conn.open()
         except Exception as exc:
             self.conn.client.close()      # a refused host key leaves paramiko's transport running
-            raise self._failure(exc) from None
-
-    def _failure(self, exc: Exception) -> TunepathError:
-        """One line for each way connecting fails; host-key problems say what to do."""
-        import paramiko
-
-        known = self.known_hosts
-        if isinstance(exc, paramiko.BadHostKeyException):
-            return HostKeyError(
-                f"{self.name}: the host key differs from the one in {known} (it sent {describe(exc.key)}): "
-                f"the host was reinstalled, or someone is in the middle. Nothing was run. If the change is "
-                f"expected, remove the old entry (ssh-keygen -R '{self._known_name()}' -f {known}) and "
-                f"connect once with --trust-new-hosts")
-        if isinstance(exc, RevokedHostKey):
-            return HostKeyError(
-                f"{self.name}: the host key ({describe(exc.key)}) is marked @revoked in {known} (line "
-                f"{exc.line}). Nothing was run. A revoked key is never accepted: the host needs a new key")
-        if isinstance(exc, UnknownHostKey):
-            return HostKeyError(
-                f"{self.name}: host key unknown (not in {known}; it sent {describe(exc.key)}). Nothing was "
-                f"run. Check its fingerprint, then add it (ssh-keyscan -p {self.spec.port} {self.spec.host} "
-                f">> {known}) or rerun with --trust-new-hosts")
-        if isinstance(exc, TunepathError):
-            return exc
-        if isinstance(exc, (socket.timeout, TimeoutError)):
-            return TunepathError(f"{self.name}: no SSH connection within {CONNECT_TIMEOUT} s "
-                                 "(host down, wrong port, or a firewall)")
-        why = " ".join(str(exc).split()) or type(exc).__name__
-        if isinstance(exc, paramiko.SSHException):
-            return TunepathError(f"{self.name}: SSH failed: {why}")
-        if isinstance(exc, OSError):
-            return TunepathError(f"{self.name}: cannot connect: {exc.strerror or why}")
-        return TunepathError(f"{self.name}: SSH failed ({type(exc).__name__}: {why})")
+            raise ssh_failure(self.name, self.spec, self.known_hosts, self._known_name(), exc) from None
+        keep_alive(self.conn.transport)
 
     def _known_name(self) -> str:
         return self.spec.host if self.spec.port == 22 else f"[{self.spec.host}]:{self.spec.port}"
@@ -317,7 +285,10 @@ class SSHHost(Host):
             if name == "CommandTimedOut":
                 return CommandResult(self.name, display, "", str(exc), 124, time.monotonic() - start,
                                      timeout, True)
-            raise TunepathError(f"on {self.name}: `{display}` failed: {exc}") from None
+            raise (lost(self.name, display) if not self.conn.is_connected else
+                   TunepathError(f"on {self.name}: `{display}` failed: {exc}")) from None
+        if not self.conn.is_connected:      # the link died under the command (no answer for LOST_S)
+            raise lost(self.name, display)
         timed_out = res.exited in (124, 137) and time.monotonic() - start >= limit
         return CommandResult(self.name, display, res.stdout, res.stderr, res.exited, time.monotonic() - start,
                              timeout, timed_out)
