@@ -284,3 +284,20 @@ def test_the_committed_runs_have_no_hard_links_and_load():
     assert RunStore(ROOT / "runs", REGISTRY.names).load_all()
     linked = [p for p in (ROOT / "runs").rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_nlink > 1]
     assert linked == []
+
+
+def test_a_file_of_a_run_larger_than_16_mib_is_refused_before_anything_reads_it(run_copy):
+    """Issue 30, review finding 11: a 1.5 GB (sparse) verification output made the notebook kernel
+    use 23 GB and die. Every file a run names is capped, as `tunepath parse` caps reports."""
+    from tunepath.evidence.store import MAX_FILE_BYTES, RunError, RunStore
+    from tunepath.steps import REGISTRY
+
+    rel, path = _verify_file(run_copy)
+    with open(path, "r+b") as f:
+        f.truncate(1536 << 20)                    # sparse: no disk used
+    with pytest.raises(RunError) as info:
+        RunStore(run_copy, REGISTRY.names).load(AWS)
+    assert "1536 MiB" in str(info.value) and rel in str(info.value) and "\n" not in str(info.value)
+    with open(path, "r+b") as f:
+        f.truncate(MAX_FILE_BYTES)                # at the cap: still a run
+    RunStore(run_copy, REGISTRY.names).load(AWS)

@@ -5,17 +5,15 @@ A run lives in ``runs/<run_id>/``::
     run.json            provenance: kind, status, date, source, hosts and their facts,
                         the host context the commands were rendered for, and an index
                         of measurements, verification outputs and skipped variants
-    raw/<file>          load-generator stdout exactly as printed (stderr and exit status
-                        beside it where recorded)
-    verify/<file>       verification output exactly as printed
+    raw/<file>, verify/<file>   load-generator and verification outputs exactly as printed
 
 Runs are written atomically (a temporary directory renamed into place) and never overwritten.
 Readers validate what they load: ``run.json`` must be strict JSON (UTF-8, no ``NaN``, no key
-twice) and match ``run.schema.json`` (jsonschema), then a few checks the schema cannot express
-run in code (a null fact needs a reason, the run id names the directory, step names come from the
-registry, a configuration is measured once per repetition, and every file a run names is the run's
-own: inside its directory, symlinks resolved, and of one hard link, as another name of it may lie
-outside the run). Whatever is wrong, the error is one line naming the file and the field, e.g.
+twice) and match ``run.schema.json``, then checks the schema cannot express (a null fact needs a
+reason, the run id names the directory, step names come from the registry, a configuration is
+measured once per repetition, and every file a run names is the run's own, at most 16 MiB: inside
+its directory, symlinks resolved, of one hard link, as another name may lie outside the run).
+Whatever is wrong, the error is one line naming the file and the field, e.g.
 ``runs/x/run.json: measurements[3].repetition: '2' is not of type 'integer'``.
 """
 
@@ -44,6 +42,7 @@ STATUSES = ("complete", "failed", "partial")
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
 SCHEMA_FILE = Path(__file__).with_name("run.schema.json")
 MAX_RECORD_BYTES = 64 << 20      # the largest recorded run.json is well under 1 MB
+MAX_FILE_BYTES = 16 << 20        # a raw output or verification file, as `tunepath parse` caps reports
 FIX = "fix or restore the file from git"
 
 
@@ -81,8 +80,7 @@ class Verification:
 
 @dataclass
 class Run:
-    """A recorded run: its provenance (``info``), host context, measurements and verifications.
-    ``record`` keeps the validated ``run.json`` as recorded."""
+    """A recorded run: provenance (``info``), host context, measurements, verifications; ``record``: its run.json."""
 
     run_id: str
     path: Path
@@ -137,8 +135,7 @@ class RunStore:
         self.root, self.steps = Path(root), (tuple(steps) if steps is not None else None)
 
     def run_ids(self) -> list[str]:
-        """The recorded runs; a run's directory (raw/, verify/) that lost its run.json is an error,
-        not a run fewer."""
+        """The recorded runs; a run's directory that lost its run.json is an error, not a run fewer."""
         if not self.root.is_dir():
             return []
         ids = []
@@ -349,9 +346,12 @@ def _inside(run: Run, rel: str, at: str, where: str, what: str = "raw output") -
         raise RunError(f"{where}: {at}: {_short(rel)} is a symlink that leaves the run's directory ({FIX})")
     if not real.is_file():
         raise RunError(f"{where}: {at}: {_short(rel)} is not a regular file ({FIX})")
-    if (links := real.stat().st_nlink) > 1:     # its other names may lie outside the run: not the run's own
-        raise RunError(f"{where}: {at}: {_short(rel)} is a hard link ({links} names for one file, maybe one outside "
-                       "the run): copy the file into the run instead of linking it (or restore it from git)")
+    if (st := real.stat()).st_nlink > 1:     # its other names may lie outside the run: not the run's own
+        raise RunError(f"{where}: {at}: {_short(rel)} is a hard link ({st.st_nlink} names for one file, maybe one "
+                       "outside the run): copy the file into the run instead of linking it (or restore it from git)")
+    if st.st_size > MAX_FILE_BYTES:          # pages and notebooks read it whole: a huge one would exhaust memory
+        raise RunError(f"{where}: {at}: {_short(rel)} holds {st.st_size >> 20} MiB, more than the "
+                       f"{MAX_FILE_BYTES >> 20} MiB a run's file may ({FIX})")
     return path
 
 
