@@ -3,6 +3,7 @@ line for a person, not a traceback, and a Tomcat directory that is not one of it
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -44,3 +45,12 @@ def test_a_tomcat_home_that_is_not_tomcats_own_is_refused(home):
 @pytest.mark.parametrize("home", ["~/apache-tomcat-11.0.10", "/opt/tomcat", "/srv/tomcat/11"])
 def test_a_tomcat_home_of_its_own_passes(home):
     LiveOptions(tomcat_home=home).check()
+
+
+def test_lab_status_on_a_fifo_state_file_is_one_line_not_a_hang(tmp_path):
+    """Review finding 12: `tunepath lab status --dir D` hung when D/state.json was a FIFO."""
+    os.mkfifo(tmp_path / "state.json")
+    done = subprocess.run([sys.executable, "-m", "tunepath.cli", "lab", "status", "--dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT / "scripts"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr

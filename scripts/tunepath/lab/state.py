@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -160,7 +161,10 @@ def _vm(raw, where: str) -> VmState | None:
 def load_state(path: Path) -> LabState | None:
     """The state in ``path``; None when there is none (no lab here)."""
     try:
-        with open(path, "rb") as f:
+        # without blocking, and only a regular file: a FIFO or a device there must not hang the command
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise TunepathError(f"lab state {path}: not a regular file; remove it (tunepath lab up writes a new one)")
             raw = f.read(MAX_STATE_BYTES + 1)
     except FileNotFoundError:
         return None
