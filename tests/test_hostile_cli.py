@@ -54,3 +54,14 @@ def test_lab_status_on_a_fifo_state_file_is_one_line_not_a_hang(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT / "scripts"), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["[" * 3000 + "]" * 3000, "{a = " * 2000 + "1" + "}" * 2000])
+def test_an_inventory_nested_thousands_deep_is_one_line(tmp_path, value):
+    """Review finding 14: such an inventory made `tunepath run --check-options` raise RecursionError."""
+    from tunepath.live.inventory import load_inventory
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[server]\nhost = "127.0.0.1"\nz = {value}\n')
+    with pytest.raises(TunepathError, match="nested too deeply"):
+        load_inventory(str(hosts))

@@ -221,6 +221,9 @@ def _read(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TunepathError(f"inventory {path}: not valid TOML ({exc})") from None
+    except RecursionError:          # arrays or tables nested thousands deep: no inventory is
+        raise TunepathError(f"inventory {path}: nested too deeply to be a hosts.toml (see "
+                            "docs/user-guide.md for its shape)") from None
 
 
 def _refuse_secrets(data: dict, where: str) -> None:
