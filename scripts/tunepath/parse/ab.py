@@ -19,10 +19,15 @@ fields so the rest of the pipeline treats ab like wrk:
 
 Anything that is no ab report (empty stdout, ab's usage text, a run that stopped
 on an error such as ``apr_socket_connect(): Connection refused (111)``, two reports in one
-text) raises :class:`~tunepath.parse.wrk.ParseError` with one sentence a person can act on.
-Like wrk's, a report that parses is checked (:mod:`~tunepath.parse.problems`): ``Requests per
-second`` against ``Complete requests`` ÷ ``Time taken`` within the rounding of both prints, lines
-holding NUL bytes or invalid UTF-8, a report cut before its last table, impossible values.
+text, a figure ab never prints such as ``inf``, ``1e400`` or 5,000 digits) raises
+:class:`~tunepath.parse.wrk.ParseError` with one sentence a person can act on. Like wrk's, a
+report that parses is checked with the checks every parser shares (:mod:`~tunepath.parse.problems`):
+``Requests per second`` against ``Complete requests`` ÷ ``Time taken`` within the rounding of both
+prints, lines holding NUL bytes or invalid UTF-8, a report cut before its last table or on a figure
+(the last line without a line end: a count cut there is not trusted, and a cut ``Complete requests``
+leaves nothing to trust), percentiles in order, impossible values; and the figures ab derives from
+one another (:mod:`~tunepath.parse.abchecks`). The lines and figure formats are in
+:mod:`~tunepath.parse.ablines`.
 
 To parse a report of any tool (ab, wrk, wrk2, JMeter), use
 :func:`tunepath.parse.reports.parse_report`: it recognises ab by :data:`AB_BANNER`.
@@ -31,51 +36,19 @@ To parse a report of any tool (ab, wrk, wrk2, JMeter), use
 from __future__ import annotations
 
 import math
-import re
 
-from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, Stats, WrkReport
-from tunepath.parse.problems import Problem, absurd_values, damaged, judge_rate, unread_problems
+from tunepath.parse.abchecks import AbFigures, Printed, ab_problems
+from tunepath.parse.ablines import (
+    AB_BANNER, COUNTS, FAILURE_KINDS, ONCE, PCT_MAP, RE_AB_ERROR, RE_AB_WARNING, RE_AB_WARNING_CONT, RE_BANNER,
+    RE_BENCHMARKING, RE_CONN_COLS3, RE_CONN_COLS5, RE_CONN_HEAD, RE_CONN_ROW, RE_COUNT, RE_FAIL_BREAKDOWN, RE_KV,
+    RE_PCT_HEAD, RE_PCT_ROW, RE_PROGRESS, RE_RATE_EXTRA, RE_USAGE, apr_error, count, figure,
+)
+from tunepath.parse.problems import Problem, absurd_values, damaged, judge_rate, shown, unread_problems
 from tunepath.parse.source import read_report_file
 from tunepath.parse.units import UnitError, half_digit, parse_number
+from tunepath.parse.wrk import PERCENTILE_KEYS, ParseError, Stats, WrkReport
 
 __all__ = ["parse_ab", "parse_ab_file", "AB_BANNER"]
-
-AB_BANNER = "This is ApacheBench"
-
-# ab's percentile rows that have a wrk counterpart (66, 80, 95 and 98 % are dropped)
-_PCT_MAP = {"50": "50", "75": "75", "90": "90", "99": "99", "100": "100"}
-_FAILURE_KINDS = ("Connect", "Receive", "Length", "Exceptions")
-# labels one report prints once: a second one means two reports in one text
-_ONCE = ("Concurrency Level", "Time taken for tests", "Complete requests", "Requests per second")
-
-_A = re.ASCII
-RE_KV = re.compile(r"^([A-Za-z][A-Za-z0-9 /\-]*?):\s*(.*?)\s*$", _A)
-RE_BANNER = re.compile(r"^(This is ApacheBench, Version|Copyright \d+ Adam Twiss|"
-                       r"Licensed to The Apache Software Foundation)", _A)
-RE_BENCHMARKING = re.compile(r"^Benchmarking\s+\S+\s+\(be patient\)\.*(done)?\s*$", _A)
-RE_PROGRESS = re.compile(r"^(Completed|Finished)\s+\d+\s+requests\s*$", _A)
-RE_FAIL_BREAKDOWN = re.compile(
-    r"^\(Connect:\s*(\d+),\s*Receive:\s*(\d+),\s*Length:\s*(\d+),\s*Exceptions:\s*(\d+)\)\s*$", _A)
-RE_CONN_HEAD = re.compile(r"^Connection Times \(ms\)\s*$", _A)
-RE_CONN_COLS5 = re.compile(r"^min\s+mean\[\+/-sd\]\s+median\s+max\s*$", _A)
-RE_CONN_COLS3 = re.compile(r"^min\s+avg\s+max\s*$", _A)
-RE_CONN_ROW = re.compile(r"^(Connect|Processing|Waiting|Total):\s+(.*?)\s*$", _A)
-RE_PCT_HEAD = re.compile(r"^Percentage of the requests served within a certain time \(ms\)\s*$", _A)
-RE_PCT_ROW = re.compile(r"^(\d+)%\s+(\S+)(\s+\(longest request\))?\s*$", _A)
-RE_RATE_EXTRA = re.compile(r"^\S+\s+kb/s\s+(sent|total)\s*$", _A)
-# ab's notes under Connection Times, each two lines long:
-#   WARNING: The median and mean for the initial connection time are not within a normal deviation
-#           These results are probably not that reliable.
-#   ERROR: The median and mean for the waiting time are more than twice the standard
-#          deviation apart. These results are NOT reliable.
-RE_AB_WARNING = re.compile(r"^(WARNING|ERROR):\s*(The median and mean .*?)\s*$", _A)
-RE_AB_WARNING_CONT = re.compile(r"^(These results are probably not that reliable\.|"
-                                r"deviation apart\. These results are NOT reliable\.)\s*$", _A)
-RE_USAGE = re.compile(r"^Usage:\s+ab\b", _A)
-RE_APR_ERROR = re.compile(r"\b(apr_\w+(?:\(\))?):\s*(.*?\(\d+\))\s*$", _A)
-RE_AB_ERROR = re.compile(r"^(ab:\s+.*|Test aborted after .*|socket: .*|Invalid .*|SSL .*)$", _A)
-RE_COUNT = re.compile(r"[0-9]+", _A)
-
 
 def parse_ab_file(path) -> WrkReport:
     """Parse a file of ab output (size-limited, regular files only)."""
@@ -95,37 +68,21 @@ def parse_ab(text: str) -> WrkReport:
         first = next((ln for ln in content if ln.startswith("ab: ")), None)
         why = f" ({first!r})" if first else ""
         raise ParseError(f"this is ab's usage text, not a report: ab rejected its arguments{why}")
+    open_end = bool(lines[-1]) and not text.endswith(("\n", "\r"))   # the last line may be cut
     try:
-        return _AbParser(lines).run()
+        return _AbParser(lines, open_end).run()
     except (UnitError, ValueError, IndexError, OverflowError) as exc:
         if isinstance(exc, ParseError):
             raise
         raise ParseError(f"damaged ab report: {exc}") from None
 
 
-def _count(value: str, label: str) -> int:
-    token = value.split()[0] if value.split() else ""
-    if not RE_COUNT.fullmatch(token):
-        raise ParseError(f"damaged ab report: {label!r} is not a count: {value!r}")
-    return int(token)
-
-
-def _number(value: str, label: str, unit: str | None = None) -> float:
-    """The first token of ``value`` as a number; ``unit`` (if given) must follow it."""
-    tokens = value.split()
-    if not tokens:
-        raise ParseError(f"damaged ab report: {label!r} has no value")
-    if unit is not None and (len(tokens) < 2 or tokens[1] != unit):
-        raise ParseError(f"damaged ab report: {label!r} should be a number of {unit}: {value!r}")
-    try:
-        return parse_number(tokens[0])
-    except UnitError:
-        raise ParseError(f"damaged ab report: {label!r} is not a number: {value!r}") from None
-
-
 class _AbParser:
-    def __init__(self, lines: list[str]):
+    def __init__(self, lines: list[str], open_end: bool = False):
         self.lines = lines
+        self.open_end = open_end                         # no line end after the last line: it may be cut
+        self.figures = AbFigures()
+        self.open_figure: tuple[int, str] | None = None  # the last count read without a unit after it: line, field
         self.r = WrkReport(tool="ab", threads=1)
         self.kv: dict[str, str] = {}
         self.unknown = 0
@@ -139,7 +96,7 @@ class _AbParser:
         self.banner = False
         self.number = 0                                  # the line being read, from 1
         self.once: dict[str, int] = {}                   # labels a report prints once → their line
-        self.unread: dict[str, list[tuple[int, str]]] = {}   # lines with NUL bytes or invalid UTF-8
+        self.unread: dict[str, list[tuple[int, str]]] = {}   # field → lines not read (NUL bytes, bad rows)
         self.columns = 0                                 # values per Connection Times row (5, or 3 with -S)
         self.longest = False                             # the percentile table's last row was read
         self.duration_step: float | None = None          # half the last printed digit of the duration
@@ -158,8 +115,8 @@ class _AbParser:
                 self.banner = True
             elif RE_BENCHMARKING.match(line) or RE_PROGRESS.match(line) or RE_RATE_EXTRA.match(line):
                 pass
-            elif m := RE_APR_ERROR.search(line):
-                self.error_line = f"{m.group(1)}: {m.group(2)}"
+            elif error := apr_error(line):
+                self.error_line = error
             elif RE_AB_ERROR.match(line):
                 self.error_line = line
             elif RE_CONN_HEAD.match(line):
@@ -172,13 +129,11 @@ class _AbParser:
                 section = "pct"
                 self.percentiles = {k: None for k in PERCENTILE_KEYS}
             elif section == "pct" and (m := RE_PCT_ROW.match(line)):
-                key = _PCT_MAP.get(m.group(1))
-                value = _number(m.group(2), f"{m.group(1)}%")
-                if key is not None and self.percentiles is not None:
-                    self.percentiles[key] = value
-                self.longest = self.longest or bool(m.group(3))
+                self._pct_row(m)
+            elif section == "pct" and "%" in line:       # a row of the table that is no row ab prints
+                self.unread.setdefault("percentiles_ms", []).append((self.number, line))
             elif m := RE_FAIL_BREAKDOWN.match(line):
-                self.failures = dict(zip(_FAILURE_KINDS, (int(g) for g in m.groups())))
+                self.failures = dict(zip(FAILURE_KINDS, (int(g) for g in m.groups())))
             elif m := RE_AB_WARNING.match(line):
                 self.ab_warnings.append(f"{m.group(1)}: {m.group(2)}")
             elif RE_AB_WARNING_CONT.match(line) and self.ab_warnings:
@@ -191,42 +146,68 @@ class _AbParser:
 
     # -- "Label: value" lines --------------------------------------------------
     def _field(self, label: str, value: str) -> bool:
-        r = self.r
-        if label in _ONCE:
+        r, f, n = self.r, self.figures, self.number
+        if label in ONCE:
             if label in self.once:
-                raise ParseError(f"more than one report: line {self.number} ({label}) repeats line "
+                raise ParseError(f"more than one report: line {n} ({label}) repeats line "
                                  f"{self.once[label]}; split the file and parse each report")
-            self.once[label] = self.number
+            self.once[label] = n
         if label in ("Server Software", "Server Hostname", "Server Port", "Document Path",
                      "Document Length", "SSL/TLS Protocol", "Server Temp Key", "TLS Server Name",
                      "HTML transferred", "Total body sent", "Keep-Alive requests"):
             self.kv[label] = value
-        elif label == "Concurrency Level":
-            r.connections = _count(value, label)
         elif label == "Time taken for tests":
-            r.duration_s = _number(value, label, "seconds")
+            r.duration_s = figure(value, label, n, "seconds", 3)
             self.duration_step = half_digit(value.split()[0], parse_number)
-        elif label == "Complete requests":
-            r.requests = _count(value, label)
-        elif label == "Failed requests":
-            self.failed = _count(value, label)
-        elif label == "Write errors":
-            r.socket_errors["write"] = _count(value, label)
-        elif label == "Non-2xx responses":
-            r.non_2xx_3xx = _count(value, label)
+            f.duration = Printed(r.duration_s, self.duration_step, n, value.split()[0])
+        elif label in COUNTS:
+            self._count(label, count(value, label, n))
         elif label == "Total transferred":
-            r.bytes_read = _number(value, label, "bytes")
+            f.bytes_read = int(figure(value, label, n, "bytes", 0))
+            r.bytes_read = float(f.bytes_read)
         elif label == "Requests per second":
-            r.requests_per_sec = _number(value, label)
-            self.rps_line = (value.split()[0], self.number)
+            token = value.split(maxsplit=1)[0] if value.strip() else ""
+            r.requests_per_sec = _lenient(token)
+            self.rps_line = (token, n)
+            if r.requests_per_sec is not None:
+                f.rate = Printed(r.requests_per_sec, half_digit(token, parse_number), n, token)
         elif label == "Time per request":
             if "across all concurrent requests" not in value and self.time_per_request is None:
-                self.time_per_request = _number(value, label, "[ms]")
+                self.time_per_request = figure(value, label, n, "[ms]")
+                f.time_per_request = self._printed(self.time_per_request, value)
         elif label == "Transfer rate":
-            r.transfer_per_sec_bytes = _tidy(_number(value, label, "[Kbytes/sec]") * 1024)
+            kb = figure(value, label, n, "[Kbytes/sec]")
+            r.transfer_per_sec_bytes = _tidy(kb * 1024)
+            f.transfer_rate = self._printed(kb, value)
         else:
             return False
         return True
+
+    def _count(self, label: str, value: int) -> None:
+        r = self.r
+        self.open_figure = (self.number, COUNTS[label])       # nothing after it shows whether it is whole
+        if label == "Concurrency Level":
+            r.connections = self.figures.concurrency = value
+        elif label == "Complete requests":
+            r.requests = self.figures.requests = value
+        elif label == "Failed requests":
+            self.failed = value
+        elif label == "Write errors":
+            r.socket_errors["write"] = value
+        elif label == "Non-2xx responses":
+            r.non_2xx_3xx = value
+
+    def _printed(self, value: float, text: str) -> Printed:
+        token = text.split(maxsplit=1)[0]
+        return Printed(value, half_digit(token, parse_number), self.number, token)
+
+    def _pct_row(self, m) -> None:
+        value = figure(m.group(2), f"{m.group(1)}%", self.number)
+        key = PCT_MAP.get(m.group(1))
+        if key is not None and self.percentiles is not None:
+            self.percentiles[key] = value
+        self.figures.percentiles.append((int(m.group(1)), value, self.number))
+        self.longest = self.longest or bool(m.group(3))
 
     def _conn_row(self, name: str, rest: str) -> None:
         tokens = rest.split()
@@ -236,9 +217,12 @@ class _AbParser:
                                                             "values: it was not read", self.number))
             return
         if len(tokens) not in (3, 5):
-            raise ParseError(f"damaged ab report: the Connection Times row {name!r} has "
+            raise ParseError(f"damaged ab report: line {self.number}: the Connection Times row {name!r} has "
                              f"{len(tokens)} values instead of 5 (or 3 with ab -S)")
-        values = [_number(t, f"{name} row") for t in tokens]
+        values = [figure(t, f"{name} row", self.number) for t in tokens]
+        self.figures.rows[name] = (values, self.number)
+        self.open_figure = (self.number, "latency_ms")
+        self.figures.columns = self.columns or len(tokens)
         if name == "Total":
             if len(values) == 5:   # min mean [+/-sd] median max
                 self.total_row = (values[1], values[2], values[4])
@@ -258,6 +242,7 @@ class _AbParser:
                                  "or a timeout, is on its stderr)")
             raise ParseError("no ab report found: there is no 'Complete requests:' line "
                              "(ab prints its results only when the run finished; see its stderr)")
+        self._cut_last()
         r.url = self._url()
         if self.total_row is not None:
             mean, sd, mx = self.total_row
@@ -277,9 +262,24 @@ class _AbParser:
         self._check_rate()
         self._check_complete()
         self._warn()
-        for problem in unread_problems(self.unread) + absurd_values(r, zero_duration=True):
+        printed = [ms for _, ms, _ in self.figures.percentiles] if r.requests else None
+        for problem in (ab_problems(self.figures) + unread_problems(self.unread)
+                        + absurd_values(r, zero_duration=True, printed_percentiles=printed)):
             r.add_problem(problem)
         return r
+
+    def _cut_last(self) -> None:
+        """The last line has no line end, so the report may be cut inside it: a figure read there may be
+        short (``Complete requests: 12`` of 1200). A cut request count leaves nothing to trust."""
+        last = len(self.lines)
+        if not (self.open_end and self.open_figure and self.open_figure[0] == last):
+            return
+        line, field = self.lines[last - 1], self.open_figure[1]
+        if field == "requests":
+            raise ParseError(f"the report is cut: its last line {last} {shown(line)} has no line end, so the "
+                             "request count may be cut, and no rate is left to trust; use the whole ab output")
+        self.r.add_problem(Problem("cut", field, f"line {last} {shown(line)} is the last line and has no line end: "
+                                                 "its figure may be cut", last))
 
     def _check_complete(self) -> None:
         """ab ends its report with the percentile table's "(longest request)" row (or, with -d, with
@@ -296,11 +296,11 @@ class _AbParser:
         """ab prints requests per second with two decimals and the duration with three: a figure
         outside requests ÷ (duration ± half a millisecond) is not ab's own arithmetic."""
         r = self.r
-        if self.duration_step is None:
+        if self.duration_step is None and self.rps_line is None:
             return
-        duration = (r.duration_s, self.duration_step)
-        r.requests_per_sec, problem = judge_rate(r.requests, duration, self.rps_line, 2,
-                                                 unreadable=self.unread["report"][0][0] if self.unread else None,
+        duration = (r.duration_s, self.duration_step) if self.duration_step is not None else None
+        unreadable = self.unread["report"][0][0] if "report" in self.unread else None
+        r.requests_per_sec, problem = judge_rate(r.requests, duration, self.rps_line, 2, unreadable=unreadable,
                                                  label="Requests per second")
         if problem is not None:
             r.add_problem(problem)
@@ -360,6 +360,14 @@ def _hint(error: str) -> str:
         return ": the server stopped answering (with -k, a server that keeps the connection open " \
                "without a 'Connection: keep-alive' header makes ab wait until its 30 s timeout)"
     return ""
+
+
+def _lenient(token: str) -> float | None:
+    """The printed rate, or None: the rate check (judge_rate) says what is wrong with it."""
+    try:
+        return parse_number(token)
+    except UnitError:
+        return None
 
 
 def _tidy(value: float) -> float:

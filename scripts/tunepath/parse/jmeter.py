@@ -21,6 +21,10 @@ known.
 
 JMeter counts failed samples and responses with an error status together (``Err``): they go to
 ``socket_errors["read"]``.
+
+A figure JMeter never prints (a count of more than 18 digits, ``1.2.3`` seconds, dashboard
+statistics nested thousands deep or holding ``NaN``) never ends in a traceback: the summary is
+refused in one line, the dashboard set aside with a problem.
 """
 
 from __future__ import annotations
@@ -31,13 +35,15 @@ import re
 
 from tunepath.parse.problems import ParseError, Problem, absurd_values, damaged, judge_rate, unread_problems
 from tunepath.parse.record import PERCENTILE_KEYS, Stats, WrkReport
+from tunepath.parse.units import quoted
 
 __all__ = ["parse_jmeter", "JMETER_ERROR", "JMETER_SUMMARY"]
 
 JMETER_SUMMARY = "summary ="   # what tells a JMeter report from the others
 
-_SUMMARY = re.compile(r"^summary\s*=\s*(\d+)\s+in\s+([\d.:]+)s?\s*=\s*([\d.,]+|\*+)/s\s+Avg:\s*(\d+)\s+"
-                      r"Min:\s*(\d+)\s+Max:\s*(\d+)\s+Err:\s*(\d+)", re.M)
+_SUMMARY = re.compile(r"^summary[ \t]*=[ \t]*(\d{1,18})[ \t]+in[ \t]+([\d.:]{1,20})s?[ \t]*=[ \t]*([\d.,]{1,30}|\*{1,30})/s"
+                      r"[ \t]+Avg:[ \t]*(\d{1,18})[ \t]+Min:[ \t]*(\d{1,18})[ \t]+Max:[ \t]*(\d{1,18})[ \t]+"
+                      r"Err:[ \t]*(\d{1,18})(?![\w.])", re.M)
 JMETER_ERROR = re.compile(r"^(Error in NonGUIDriver.*|.*Exception.*)$", re.M)
 # the dashboard's percentiles: statistics.json key → report percentile (JMeter's defaults)
 _DASHBOARD = {"medianResTime": "50", "pct1ResTime": "90", "pct3ResTime": "99", "maxResTime": "100"}
@@ -45,16 +51,28 @@ _DASHBOARD = {"medianResTime": "50", "pct1ResTime": "90", "pct3ResTime": "99", "
 
 def _seconds(text: str) -> tuple[float, float]:
     """The duration and half its last printed digit: ``00:01:11`` (rounded seconds) or ``71.0``."""
-    if ":" in text:
-        h, m, s = (float(x) for x in text.split(":"))
-        return h * 3600 + m * 60 + s, 0.5
-    places = len(text.split(".")[1]) if "." in text else 0
-    return float(text), 0.5 * 10.0 ** -places
+    try:
+        if ":" in text:
+            h, m, s = (float(x) for x in text.split(":"))
+            return h * 3600 + m * 60 + s, 0.5
+        places = len(text.split(".")[1]) if "." in text else 0
+        return float(text), 0.5 * 10.0 ** -places
+    except ValueError:
+        raise ParseError(f"damaged JMeter summary: the elapsed time {text!r} is neither hh:mm:ss nor "
+                         "seconds") from None
 
 
 def parse_jmeter(text: str) -> WrkReport:
     """Parse JMeter's output (and the dashboard statistics printed after it, if any)."""
-    text = text or ""
+    try:
+        return _parse(text or "")
+    except (ValueError, OverflowError, IndexError) as exc:
+        if isinstance(exc, ParseError):
+            raise
+        raise ParseError(f"damaged JMeter summary: {exc}") from None
+
+
+def _parse(text: str) -> WrkReport:
     found = list(_SUMMARY.finditer(text))
     if not found:
         err = JMETER_ERROR.search(text)
@@ -91,10 +109,12 @@ def _dashboard(r: WrkReport, rest: str) -> None:
                           "Avg and no percentile below the maximum is known")
         return
     try:
-        data, _ = json.JSONDecoder(parse_constant=_refuse).raw_decode(rest[start:])
+        data, _ = json.JSONDecoder(parse_constant=_refuse, parse_float=_float, parse_int=_int).raw_decode(rest[start:])
         total = data["Total"]
         values = {k: float(total[k]) for k in ("sampleCount", "meanResTime", *_DASHBOARD)}
-    except (ValueError, KeyError, TypeError) as exc:
+        if not all(math.isfinite(v) for v in values.values()):
+            raise ValueError("a statistic is not finite")
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         r.add_problem(Problem("cut", "percentiles_ms", f"the dashboard statistics after the summary could not be "
                                                        f"read ({exc}): the summariser's figures are kept"))
         return
@@ -110,3 +130,17 @@ def _dashboard(r: WrkReport, rest: str) -> None:
 
 def _refuse(token: str):
     raise ValueError(f"{token} is no JSON number")
+
+
+def _float(token: str) -> float:
+    """A JSON number as JMeter's Jackson writes one: finite, and not a non-zero figure too small for a float."""
+    value = float(token)
+    if not math.isfinite(value) or (value == 0 and re.search(r"[1-9]", re.split(r"[eE]", token)[0])):
+        raise ValueError(f"{quoted(token)} is no number JMeter prints")
+    return value
+
+
+def _int(token: str) -> int:
+    if len(token.lstrip("-")) > 18:
+        raise ValueError(f"{quoted(token)} has more digits than any count")
+    return int(token)

@@ -11,7 +11,11 @@ field it makes untrustworthy, so the analysis can flag that figure on the pages
 The rate check derives its tolerance from what was printed: wrk prints the duration with
 two decimals in its unit (``1.00m`` is 59.7 s to 60.3 s) and ``Requests/sec`` with two
 decimals, ab prints seconds with three. A printed rate outside requests ÷ (duration ±
-half its last digit) cannot be the tool's own arithmetic.
+half its last digit) cannot be the tool's own arithmetic. Every parser shares these checks:
+:func:`judge_rate` for the rate, :func:`check_derived` (the same interval test, :func:`agrees`)
+for any other figure a tool computes from figures it prints (ab's transfer rate and time per
+request, siege's throughput and availability), and :func:`absurd_values` for values no tool
+prints (not finite, negative, percentiles out of order, more lines or errors than possible).
 
 This module imports only :mod:`~tunepath.parse.units`; the parsers import it.
 """
@@ -28,8 +32,8 @@ from tunepath.parse.units import UnitError, decimals, half_digit, parse_number
 if TYPE_CHECKING:
     from tunepath.parse.record import WrkReport
 
-__all__ = ["ParseError", "Problem", "CODES", "damaged", "shown", "check_rate", "judge_rate", "absurd_values",
-           "unread_problems"]
+__all__ = ["ParseError", "Problem", "CODES", "damaged", "shown", "agrees", "check_rate", "check_derived", "judge_rate",
+           "absurd_values", "unread_problems", "decreasing"]
 
 # Problem codes: the rate disagrees with requests ÷ duration (printed figure kept); the rate was
 # replaced by requests ÷ duration (printed one missing, cut or impossible); a line or section is
@@ -69,6 +73,33 @@ def _interval(value: float, half: float) -> tuple[float, float]:
     return value - half, value + half
 
 
+def agrees(printed: tuple[float, float], low: float, high: float) -> bool:
+    """Whether a printed figure ``(value, half its last printed digit)`` can be the rounding of a true value
+    in ``[low, high]`` (what the figures it is computed from allow, given their own rounding)."""
+    finite = [abs(v) for v in (low, high, printed[0]) if math.isfinite(v)]
+    slack = 1e-9 * max([1.0, *finite])
+    low_p, high_p = _interval(*printed)
+    return high_p >= low - slack and low_p <= high + slack
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def check_derived(field: str, said: str, printed: tuple[float, float], bounds: tuple[float, float], how: str,
+                  line: int | None = None) -> Problem | None:
+    """The rate's check for another figure the tool computes from figures it prints: ``said`` quotes it,
+    ``printed`` is ``(value, half its last digit)``, ``bounds`` what ``how`` (the computation, in words)
+    gives within the rounding of its inputs. An ``inconsistent`` problem when the two cannot agree."""
+    low, high = bounds
+    if not (math.isfinite(printed[0]) and math.isfinite(low)) or agrees(printed, low, high):
+        return None
+    between = (_figure(low) if high - low <= 1e-9 * max(1.0, abs(low)) else
+               f"at least {_figure(low)}" if math.isinf(high) else f"{_figure(low)} to {_figure(high)}")
+    return Problem("inconsistent", field, f"{said} disagrees with {how} = {between}: the tool computes it from "
+                                          "those figures, so one of them was damaged or edited", line)
+
+
 def check_rate(requests: int | None, duration: tuple[float, float] | None,
                printed: tuple[float, float] | None, *, cut: bool) -> tuple[str, float] | None:
     """Judge a printed rate against requests ÷ duration.
@@ -89,10 +120,7 @@ def check_rate(requests: int | None, duration: tuple[float, float] | None,
     highest = requests / low_d if low_d > 0 else math.inf
     if printed is None or not math.isfinite(printed[0]) or printed[0] < 0:
         return "derived", derived
-    low_p, high_p = _interval(*printed)
-    slack = 1e-9 * max(1.0, abs(derived))
-    agrees = high_p >= lowest - slack and low_p <= highest + slack
-    if agrees:
+    if agrees(printed, lowest, highest):
         return ("cut", printed[0]) if cut else None
     return ("derived", derived) if cut else ("inconsistent", derived)
 
@@ -171,9 +199,14 @@ _LABELS = {"percentiles_ms": "latency percentiles", "uncorrected_percentiles_ms"
            "warmup_s": "warm-up line"}
 
 
-def _decreasing(values: list[float]) -> bool:
+def decreasing(values: list[float]) -> bool:
+    """Whether a series that can only grow (percentiles, a cumulative spectrum) decreases somewhere."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return any(b < a - 1e-9 * max(1.0, abs(a)) for a, b in zip(finite, finite[1:]))
+
+
+def _infinite(*values) -> bool:
+    return any(isinstance(v, float) and math.isinf(v) for v in values)
 
 
 def _negative(*values) -> bool:
@@ -183,48 +216,60 @@ def _negative(*values) -> bool:
 def _spectrum_problems(hist, name: str) -> list[Problem]:
     rows = hist.spectrum if hist is not None else []
     out = []
-    if rows and (_decreasing([r[0] for r in rows]) or _decreasing([r[1] for r in rows])
-                 or _decreasing([float(r[2]) for r in rows]) or _negative(*(v for r in rows for v in r[:2]))):
+    if rows and (decreasing([r[0] for r in rows]) or decreasing([r[1] for r in rows])
+                 or decreasing([float(r[2]) for r in rows]) or _negative(*(v for r in rows for v in r[:2]))):
         out.append(Problem("absurd", name, f"the spectrum of the {_LABELS[name]} is not cumulative "
                                            "(a value, percentile or count decreases)"))
     return out
 
 
-def absurd_values(r: WrkReport, *, zero_duration: bool = False) -> list[Problem]:
+def absurd_values(r: WrkReport, *, zero_duration: bool = False, printed_percentiles: list[float] | None = None,
+                  calibration_lines: int | None = None) -> list[Problem]:
     """Values no load generator prints: negative or zero durations, negative sizes and latencies,
-    percentiles that decrease, more error responses than responses, NaN where responses exist.
+    figures that are not finite (``1e400`` reads as infinity), percentiles that decrease, more error
+    responses than responses, NaN where responses exist, more calibration lines than threads.
     ``zero_duration``: the tool may print a duration of 0 (ab's "0.000 seconds" for a run under
-    half a millisecond; wrk prints at least "1.00us")."""
+    half a millisecond; wrk prints at least "1.00us"). ``printed_percentiles``: every percentile row the
+    tool printed, in order, where the report keeps only some (ab's 66 %, 80 %, …); ``calibration_lines``:
+    how many were printed, where the report keeps only the first ones."""
     out: list[Problem] = []
     if r.duration_s is not None and not (math.isfinite(r.duration_s) and r.duration_s >= 0
                                          and (r.duration_s > 0 or zero_duration)):
         out.append(Problem("absurd", "requests_per_sec",
                            f"the measured duration is {r.duration_s:g} s: requests per second cannot "
                            "be checked or derived"))
-    if _negative(r.bytes_read, r.transfer_per_sec_bytes):
-        out.append(Problem("absurd", "transfer_per_sec_bytes", "a negative byte count or transfer rate"))
-    if r.latency_ms is not None and _negative(r.latency_ms.avg, r.latency_ms.stdev, r.latency_ms.max):
-        out.append(Problem("absurd", "latency_ms", "a negative latency in Thread Stats"))
+    if _negative(r.bytes_read, r.transfer_per_sec_bytes) or _infinite(r.bytes_read, r.transfer_per_sec_bytes):
+        out.append(Problem("absurd", "transfer_per_sec_bytes", "a byte count or transfer rate that is negative or "
+                                                               "not finite"))
+    if r.latency_ms is not None and (_negative(r.latency_ms.avg, r.latency_ms.stdev, r.latency_ms.max)
+                                     or _infinite(r.latency_ms.avg, r.latency_ms.stdev, r.latency_ms.max)):
+        out.append(Problem("absurd", "latency_ms", "a latency statistic that is negative or not finite"))
     if r.latency_ms is not None and r.requests and math.isnan(r.latency_ms.avg):
         out.append(Problem("absurd", "latency_ms", "the average latency is NaN although responses were counted"))
     for name in ("percentiles_ms", "uncorrected_percentiles_ms"):
         values = [v for v in (getattr(r, name) or {}).values() if v is not None]
-        if _decreasing(values) or _negative(*values):
+        if name == "percentiles_ms" and printed_percentiles is not None and r.requests:
+            values = [v for v in printed_percentiles if v is not None]
+        if decreasing(values) or _negative(*values):
             out.append(Problem("absurd", name, f"the {_LABELS[name]} decrease or are negative: "
                                                f"{', '.join(f'{v:g}' for v in values)} ms"))
-        elif r.requests and any(math.isnan(v) for v in values):
-            out.append(Problem("absurd", name, f"one of the {_LABELS[name]} is NaN although "
-                                               "responses were counted"))
+        elif _infinite(*values) or (r.requests and any(math.isnan(v) for v in values)):
+            out.append(Problem("absurd", name, f"one of the {_LABELS[name]} is not finite (NaN or infinite)"
+                                               + (" although responses were counted" if r.requests else "")))
     for name in ("histogram", "uncorrected_histogram"):
         hist = getattr(r, name)
         out += _spectrum_problems(hist, name)
+        if hist is not None and _infinite(hist.mean_ms, hist.stdev_ms, hist.max_ms):
+            out.append(Problem("absurd", name, f"the footer of the {_LABELS[name]} holds a figure that is not finite"))
         if (hist is not None and hist.total_count is not None and r.requests is not None
                 and hist.total_count > r.requests):
             out.append(Problem("absurd", name, f"the {_LABELS[name]} counts {hist.total_count} "
                                                f"responses, more than the {r.requests} requests"))
-    if isinstance(r.threads, int) and len(r.calibration) > r.threads:
-        out.append(Problem("absurd", "calibration", f"{len(r.calibration)} calibration lines for "
-                                                    f"{r.threads} threads (one per thread is printed)"))
+    lines = max(len(r.calibration), calibration_lines or 0)
+    if isinstance(r.threads, int) and lines > r.threads:
+        kept = f"; the first {len(r.calibration):,} are kept" if len(r.calibration) < lines else ""
+        out.append(Problem("absurd", "calibration", f"{lines:,} calibration lines for {r.threads:,} threads "
+                                                    f"(one per thread is printed){kept}"))
     if r.requests is not None and r.non_2xx_3xx > r.requests:
         out.append(Problem("absurd", "non_2xx_3xx", f"{r.non_2xx_3xx} error responses, more than the "
                                                     f"{r.requests} requests"))

@@ -39,9 +39,12 @@ as a JSON object on stdout; both forms are read. Where the figures land:
   Transactions − Successful transactions (answers with a status of 400 or more) to ``non_2xx_3xx``.
 
 Anything that is no siege summary raises :class:`~tunepath.parse.problems.ParseError`; a summary
-that parses is checked (:mod:`~tunepath.parse.problems`): the rate, lines with NUL bytes or invalid
-UTF-8, a summary cut before its last figure (the last figure read is then not trusted either),
-impossible values.
+that parses is checked (:mod:`~tunepath.parse.problems`, the checks every parser shares): the rate,
+lines with NUL bytes or invalid UTF-8, a summary cut before its last figure (the last figure read is
+then not trusted either), a figure not printed as siege prints it (``inf``, ``1e400``, ``-1``, 5,000
+digits: not used), figures siege computes from others (Throughput = Data transferred ÷ Elapsed time,
+Availability = Transactions ÷ (Transactions + Failed transactions)), latencies out of order (Shortest,
+mean, Longest), impossible values.
 """
 
 from __future__ import annotations
@@ -49,9 +52,10 @@ from __future__ import annotations
 import math
 import re
 
-from tunepath.parse.problems import ParseError, Problem, absurd_values, damaged, judge_rate, shown, unread_problems
+from tunepath.parse.problems import (ParseError, Problem, absurd_values, check_derived, damaged, judge_rate, shown,
+                                     unread_problems)
 from tunepath.parse.record import PERCENTILE_KEYS, Stats, WrkReport
-from tunepath.parse.units import UnitError, decimals, half_digit, parse_number
+from tunepath.parse.units import UnitError, half_digit, parse_fixed, parse_number
 
 __all__ = ["parse_siege", "looks_like_siege", "SIEGE_FIELDS"]
 
@@ -80,10 +84,12 @@ _REPORT_FIELD = {"Transactions": "requests", "Elapsed time": "duration_s", "Tran
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _TEXT_LINE = re.compile(r"^(%s):\s+(\S+)(?:\s+(\S+))?$" % "|".join(re.escape(k) for k in SIEGE_FIELDS), re.ASCII)
-_JSON_LINE = re.compile(r'^\{?\s*"(\w+)"\s*:\s*(\S+?)\s*,?\s*\}?$', re.ASCII)
+# one value, then an optional comma: never two adjacent \s* (a long gap would backtrack quadratically)
+_JSON_LINE = re.compile(r'^\{?\s*"(\w{1,40})"\s*:\s*([^\s,{}]+)\s*(?:,\s*)?\}?$', re.ASCII)
 _BANNER = re.compile(r"^\*\* SIEGE (\S+)$", re.ASCII)
-_USERS = re.compile(r"^\*\* Preparing (\d+) concurrent users for battle\.$", re.ASCII)
-_CAPPED = re.compile(r"^WARNING: The number of users is capped at (\d+)\.", re.ASCII)
+_USERS = re.compile(r"^\*\* Preparing (\d{1,9}) concurrent users for battle\.$", re.ASCII)
+_CAPPED = re.compile(r"^WARNING: The number of users is capped at (\d{1,9})\.", re.ASCII)
+_FRAGMENT = re.compile(r"[0-9]{1,15}(?:\.[0-9]*)?", re.ASCII)     # what a cut leaves of a siege figure
 _ERROR = re.compile(r"^(?:The server is now under siege\.\.\.)?\[(?:error|fatal|alert)\]\s*(.*)$", re.ASCII)
 _ABORTED = "aborted due to excessive socket failure"
 _NOISE = re.compile(r"^(The server is now under siege\.\.\.|Lifting the server siege\.\.\.|=+|[{}]|"
@@ -94,6 +100,8 @@ _NOISE = re.compile(r"^(The server is now under siege\.\.\.|Lifting the server s
 
 def looks_like_siege(text: str) -> bool:
     """True when the text holds a siege summary line or siege's JSON summary."""
+    if not any(mark in text for mark in ("Transaction rate:", "** SIEGE ", '"transaction_rate"')):
+        return False        # a wrk report of 13 MB is not searched line by line
     return bool(re.search(r"^(Transaction rate:\s|\*\* SIEGE )|\"transaction_rate\"\s*:", text, re.M))
 
 
@@ -102,9 +110,14 @@ def parse_siege(text: str) -> WrkReport:
     if not isinstance(text, str):
         raise ParseError("expected the report as text")
     reader = _Reader()
-    for number, raw in enumerate(text.splitlines(), 1):
-        reader.line(number, _ANSI.sub("", raw).strip())
-    return reader.finish()
+    try:
+        for number, raw in enumerate(text.splitlines(), 1):
+            reader.line(number, _ANSI.sub("", raw).strip())
+        return reader.finish()
+    except (UnitError, ValueError, OverflowError, IndexError) as exc:
+        if isinstance(exc, ParseError):
+            raise
+        raise ParseError(f"damaged siege report: {exc}") from None
 
 
 class _Reader:
@@ -168,6 +181,7 @@ class _Reader:
         self._fill(values)
         self._rate()
         self._latency(values)
+        self._consistency(values)
         self._warn(values)
         for problem in unread_problems(self.unread) + absurd_values(self.r, zero_duration=True):
             self.r.add_problem(problem)
@@ -198,18 +212,15 @@ class _Reader:
             self.r.add_problem(Problem("cut", _REPORT_FIELD[label], text, number))
 
     def _value(self, label: str) -> float | None:
+        """The figure as siege prints it (``%.Nf``, never negative), else None and a problem."""
         token, number = self.figures[label]
-        places = SIEGE_FIELDS[label][2]
         try:
-            value = parse_number(token)
-            wrong = decimals(token) != places
+            return parse_fixed(token, SIEGE_FIELDS[label][2], signed=False)
         except UnitError:
-            value, wrong = None, True
-        if not wrong:
-            return value
+            pass
         if label != "Transaction rate":          # the rate check judges its own token
             last = number == max(n for _, n in self.figures.values())
-            code, what = ("cut", "is cut") if last and value is not None else ("damaged", "is not a siege figure")
+            code, what = ("cut", "is cut") if last and _FRAGMENT.fullmatch(token) else ("damaged", "is not a siege figure")
             self.r.add_problem(Problem(code, _REPORT_FIELD[label], f"line {number}: {label!r} {what}: "
                                                                   f"{shown(token)}; it is not used", number))
         return None
@@ -266,6 +277,32 @@ class _Reader:
             r.warnings.append("no Concurrency figure: the mean latency is siege's Response time, "
                               "printed to 10 ms")
         r.latency_ms = Stats(mean if mean is not None else nan, nan, top, nan)
+
+    def _consistency(self, v: dict) -> None:
+        """Figures siege computes from others it prints, checked as the rate is (problems.check_derived), and
+        its latencies in order: Shortest ≤ mean ≤ Longest, the mean from Concurrency ÷ Transaction rate."""
+        r, found = self.r, []
+        data, elapsed, throughput = v.get("Data transferred"), v.get("Elapsed time"), v.get("Throughput")
+        if None not in (data, elapsed, throughput) and elapsed > 0.005:
+            bounds = ((data - 0.005) / (elapsed + 0.005), (data + 0.005) / (elapsed - 0.005))
+            found.append(check_derived("transfer_per_sec_bytes", f"'Throughput: {throughput:.2f} MB/sec'",
+                                       (throughput, 0.005), bounds, f"Data transferred ÷ Elapsed time "
+                                       f"({data:.2f} MB ÷ {elapsed:.2f} s)", self.figures["Throughput"][1]))
+        count, failed, availability = v.get("Transactions"), v.get("Failed transactions"), v.get("Availability")
+        if None not in (count, failed, availability) and count + failed > 0:
+            share = count / (count + failed) * 100
+            found.append(check_derived("socket_errors", f"'Availability: {availability:.2f} %'", (availability, 0.005),
+                                       (share, share), f"Transactions ÷ (Transactions + Failed transactions) "
+                                       f"({count:,.0f} ÷ {count + failed:,.0f})", self.figures["Availability"][1]))
+        shortest, longest = v.get("Shortest transaction"), v.get("Longest transaction")
+        mean = r.latency_ms.avg / 1000 if r.latency_ms is not None and r.requests else math.nan
+        order = [x for x in (shortest, mean, longest) if x is not None and not math.isnan(x)]
+        if any(b < a - 0.01 for a, b in zip(order, order[1:])):      # each printed to 10 ms, rounded
+            found.append(Problem("absurd", "latency_ms", "the latencies are out of order: Shortest transaction, "
+                                                         "the mean and Longest transaction are "
+                                                         f"{', '.join(f'{x:.3f}' for x in order)} s"))
+        for problem in filter(None, found):
+            r.add_problem(problem)
 
     def _warn(self, v: dict) -> None:
         r, w = self.r, self.r.warnings

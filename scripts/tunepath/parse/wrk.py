@@ -13,8 +13,13 @@ of a Lua script are accepted.
 
 A report that parses is then checked (:mod:`~tunepath.parse.problems`): ``Requests/sec``
 against requests ÷ duration within the rounding of both prints, lines holding NUL bytes or
-invalid UTF-8 (never read, always named), sections that end early, impossible values. Each
-finding is a typed ``Problem`` on the report and a warning.
+invalid UTF-8 (never read, always named), sections that end early, a report cut before its
+closing ``Requests/sec``/``Transfer/sec`` lines (its error counts are then unknown, not 0),
+impossible values. Each finding is a typed ``Problem`` on the report and a warning.
+
+The work is linear in the text and bounded per line: a line that begins like no line of a report
+costs one match (:data:`~tunepath.parse.wrklines.RE_KNOWN`), and only the first calibration lines
+(one per thread) are converted and kept; the others are counted (issue 30, finding 10).
 
 Anything that is no wrk/wrk2 report, holds two reports, or leaves no trustworthy figure
 raises :class:`ParseError` with a sentence a person can act on.
@@ -28,21 +33,21 @@ import re
 from tunepath.parse.problems import ParseError, Problem, absurd_values, damaged, judge_rate, shown, unread_problems
 from tunepath.parse.record import PERCENTILE_KEYS, Histogram, Stats, WrkReport
 from tunepath.parse.source import MAX_REPORT_BYTES, read_report_file
-from tunepath.parse.units import (UnitError, decimals, half_digit, parse_bytes, parse_count, parse_number,
+from tunepath.parse.units import (UnitError, decimals, half_digit, parse_bytes, parse_count, parse_int, parse_number,
                                   parse_percent, parse_time_ms, parse_time_s)
+from tunepath.parse.wrkchecks import cut_problems, figure_warnings
 from tunepath.parse.wrklines import (
-    RE_CALIBRATION, RE_DIST_WRK, RE_DIST_WRK2, RE_FOOT_BUCKETS, RE_FOOT_MAX, RE_FOOT_MEAN, RE_NON2XX, RE_PCT_ROW,
+    RE_CALIBRATION, RE_DIST_WRK, RE_DIST_WRK2, RE_FOOT_BUCKETS, RE_FOOT_MAX, RE_FOOT_MEAN, RE_KNOWN, RE_NON2XX, RE_PCT_ROW,
     RE_RPS, RE_RULE, RE_RUNNING, RE_SOCKET, RE_SPECTRUM_COLS, RE_SPECTRUM_HEAD, RE_SPECTRUM_ROW, RE_STATS_HEADER,
     RE_STATS_ROW, RE_SUMMARY, RE_THREADS, RE_TPS, RE_USAGE, RE_WARMUP, REPORT_LINES, field_of,
 )
 
 __all__ = ["ParseError", "Problem", "Stats", "Histogram", "WrkReport", "parse", "parse_file", "PERCENTILE_KEYS"]
 
-# A run whose measured duration differs from the header's by more than this
-# fraction gets a warning (the header is rounded: "1m" for 60 s).
-DURATION_TOLERANCE = 0.10
 # wrk and wrk2 print Requests/sec, and every size and time, with exactly this many decimals
 PRINTED_DECIMALS = 2
+# wrk2 prints one calibration line per thread: at most this many are kept (the others are counted)
+MAX_CALIBRATION = 1024
 
 
 def _pct_key(text: str) -> str:
@@ -94,6 +99,7 @@ class _Parser:
         self.unread: dict[str, list[tuple[int, str]]] = {}   # field → damaged lines not read
         self.tail_damage: list[int] = []
         self.current = 0                          # the line being read, from 1 (for messages)
+        self.calibration_lines = 0                # printed; only the first ones are kept
 
     # the report body is a sequence of sections; each handler consumes its lines
     def run(self) -> WrkReport:
@@ -118,21 +124,25 @@ class _Parser:
     def _line(self, line: str) -> bool:
         """Read one line; True when the report ends here."""
         r = self.r
-        if m := RE_RUNNING.match(line):
+        if m := RE_CALIBRATION.match(line):          # first: a report may hold a line per thread
+            self.calibration_lines += 1
+            if len(r.calibration) < min(r.threads or MAX_CALIBRATION, MAX_CALIBRATION):
+                r.calibration.append({"mean_latency_ms": parse_time_ms(m.group(1)),
+                                      "sampling_interval_ms": parse_time_ms(m.group(2))})
+            self.tool_hints.add("wrk2")
+        elif not RE_KNOWN.match(line):
+            self._unknown(line)
+        elif m := RE_RUNNING.match(line):
             self._once("header", line)
             r.header_duration_s = _safe(parse_time_s, m.group(1))
             r.url = m.group(2)
         elif m := RE_THREADS.match(line):
             self._once("threads", line)
-            r.threads, r.connections = int(m.group(1)), int(m.group(2))
+            r.threads, r.connections = parse_int(m.group(1)), parse_int(m.group(2))
         elif m := RE_WARMUP.match(line):
             self._once("warmup", line)
             r.warmup_s = parse_time_s(m.group(1))
             self.tool_hints.add("wrk2")         # only the project's patched wrk2 prints it
-        elif m := RE_CALIBRATION.match(line):
-            r.calibration.append({"mean_latency_ms": parse_time_ms(m.group(1)),
-                                  "sampling_interval_ms": parse_time_ms(m.group(2))})
-            self.tool_hints.add("wrk2")
         elif RE_STATS_HEADER.match(line):
             self._once("stats", line)
         elif m := RE_STATS_ROW.match(line):
@@ -147,17 +157,17 @@ class _Parser:
             self._wrk_distribution()
         elif m := RE_SUMMARY.match(line):
             self._once("totals", line)
-            r.requests = int(m.group(1))
+            r.requests = parse_int(m.group(1))
             r.duration_s = parse_time_s(m.group(2))
             self.duration_step = half_digit(m.group(2), parse_time_s)
             r.bytes_read = parse_bytes(m.group(3))
         elif m := RE_SOCKET.match(line):
             self._once("socket", line)
-            r.socket_errors = dict(zip(("connect", "read", "write", "timeout"), (int(g) for g in m.groups())))
+            r.socket_errors = dict(zip(("connect", "read", "write", "timeout"), (parse_int(g) for g in m.groups())))
             self._open_last("socket_errors", line)
         elif m := RE_NON2XX.match(line):
             self._once("non-2xx", line)
-            r.non_2xx_3xx = int(m.group(1))
+            r.non_2xx_3xx = parse_int(m.group(1))
             self._open_last("non_2xx_3xx", line)
         elif m := RE_RPS.match(line):
             self._once("rps", line)
@@ -167,10 +177,13 @@ class _Parser:
             self._transfer(m.group(1), line)
             return "rps" in self.seen   # the report ends here; anything after is script output
         else:
-            self.unknown += 1
-            if (name := field_of(line)) not in ("report", "latency_ms", "percentiles_ms"):
-                self._unread(self.i, line, name)
+            self._unknown(line)
         return False
+
+    def _unknown(self, line: str) -> None:
+        self.unknown += 1
+        if (name := field_of(line)) not in ("report", "latency_ms", "percentiles_ms"):
+            self._unread(self.i, line, name)
 
     def _once(self, kind: str, line: str) -> None:
         if kind in self.seen:
@@ -223,12 +236,12 @@ class _Parser:
             elif not line or RE_SPECTRUM_HEAD.match(line) or RE_SPECTRUM_COLS.match(line):
                 pass
             elif m := RE_PCT_ROW.match(line):
-                pct[_pct_key(m.group(1))] = parse_time_ms(m.group(2))
+                _put(pct, m)
             elif m := RE_FOOT_MEAN.match(line):
                 hist.mean_ms, hist.stdev_ms = parse_number(m.group(1)), parse_number(m.group(2))
             elif m := RE_FOOT_MAX.match(line):
                 hist.max_ms = parse_number(m.group(1))
-                hist.total_count = int(parse_number(m.group(2)))
+                hist.total_count = parse_int(m.group(2))
             elif RE_FOOT_BUCKETS.match(line):
                 pass
             elif RE_RULE.match(line):
@@ -265,7 +278,7 @@ class _Parser:
             if damaged(line) and "%" in line:
                 self._unread(self.i + 1, line, "percentiles_ms")
             elif m := RE_PCT_ROW.match(line):
-                pct[_pct_key(m.group(1))] = parse_time_ms(m.group(2))
+                _put(pct, m)
                 rows += 1
                 if "." not in m.group(1):
                     self.tool_hints.add("wrk")
@@ -283,7 +296,7 @@ class _Parser:
             line = self.lines[n]
             if damaged(line):
                 self.tail_damage.append(n + 1)
-            elif any(p.match(line) for p in REPORT_LINES):
+            elif RE_KNOWN.match(line) and any(p.match(line) for p in REPORT_LINES):
                 raise ParseError(f"more than one report: line {n + 1} {shown(line)} follows the report that "
                                  f"ended at line {self.i}; split the file and parse each report")
 
@@ -343,39 +356,24 @@ class _Parser:
 
     def _warn(self) -> None:
         r, w = self.r, self.r.warnings
-        if r.requests == 0:
-            w.append("no responses at all: every latency figure is undefined")
-        if r.req_per_sec_per_thread is not None and math.isnan(r.req_per_sec_per_thread.avg) and r.requests:
-            w.append("Req/Sec is NaN: wrk2 reports no per-thread rate for a run shorter than its "
-                     "calibration (about 10 s)")
-        if r.histogram and r.histogram.total_count is not None and r.requests:
-            if r.histogram.total_count < r.requests and r.warmup_s is None:
-                w.append(f"the latency histogram counts {r.histogram.total_count} of {r.requests} "
-                         "requests (wrk2 resets its histograms after calibration)")
-            elif r.histogram.total_count < r.requests:
-                w.append(f"the latency histogram holds {r.histogram.total_count} latencies for the {r.requests} "
-                         "requests counted after the warm-up; both cover that window, so only wrk2's -B (one "
-                         "latency per batch of pipelined requests) records fewer")
-        if r.header_duration_s and r.duration_s is not None:
-            if abs(r.duration_s - r.header_duration_s) > DURATION_TOLERANCE * r.header_duration_s:
-                w.append(f"measured duration {r.duration_s:g} s is far from the requested "
-                         f"{r.header_duration_s:g} s")
-        errors = sum(r.socket_errors.values())
-        if errors:
-            w.append(f"{errors} socket errors (connect {r.socket_errors['connect']}, read "
-                     f"{r.socket_errors['read']}, write {r.socket_errors['write']}, timeout "
-                     f"{r.socket_errors['timeout']})")
-        if r.non_2xx_3xx:
-            w.append(f"{r.non_2xx_3xx} responses with status 400 or above")
-        if "rps" in self.seen and "tps" not in self.seen and "transfer_per_sec_bytes" not in self.unread:
-            w.append("the report is truncated: no 'Transfer/sec' line after 'Requests/sec'")
+        w.extend(figure_warnings(r))
+        flagged = any(p.field == "requests_per_sec" for p in r.problems)
+        for problem in cut_problems(self.seen, self.unread, rate_flagged=flagged):
+            r.add_problem(problem)
         if self.unknown:
             w.append(f"{self.unknown} unrecognised line(s) ignored")
-        for problem in unread_problems(self.unread) + absurd_values(r):
+        for problem in unread_problems(self.unread) + absurd_values(r, calibration_lines=self.calibration_lines):
             r.add_problem(problem)
         if self.tail_damage:
             w.append(f"after the report, line {self.tail_damage[0]} (and {len(self.tail_damage) - 1} more) holds "
                      "NUL bytes or invalid UTF-8; it is not part of the report")
+
+
+def _put(pct: dict[str, float | None], m: re.Match) -> None:
+    """A percentile row: only the rows wrk and wrk2 print are kept (a report has no 12 % row)."""
+    key = _pct_key(m.group(1))
+    if key in pct:
+        pct[key] = parse_time_ms(m.group(2))
 
 
 def _safe(fn, token):

@@ -3,6 +3,12 @@
 Also which lines a report prints only once (:data:`REPORT_LINES`: seeing one again means a
 second report in the same text) and which field a line that could not be read would have
 filled (:func:`field_of`).
+
+Every pattern is anchored at both ends of one stripped line, reads tokens (runs of non-space) separated by
+whitespace and counts of at most 18 digits, and has no nested or adjacent unbounded quantifiers: a
+line of any length is read in time proportional to its length (issue 30, finding 9).
+:data:`RE_KNOWN` is the first word of every line the parser reads, so that a line of anything else
+(a Lua script's output, junk) costs one match, not one per pattern (finding 10).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import re
 
 _TOK = r"(\S+)"
 RE_RUNNING = re.compile(r"^Running\s+(\S+)\s+test\s+@\s+(\S+)\s*$")
-RE_THREADS = re.compile(r"^(\d+)\s+threads?\s+and\s+(\d+)\s+connections?\s*$")
+RE_THREADS = re.compile(r"^(\d{1,18})\s+threads?\s+and\s+(\d{1,18})\s+connections?\s*$")
 # the project's wrk2 with -W (its patch, fix 6): what follows counts only the window after the warm-up
 RE_WARMUP = re.compile(r"^Warm-up:\s+(\S+)\s+at the offered rate, not counted\s*$")
 RE_CALIBRATION = re.compile(
@@ -20,21 +26,24 @@ RE_STATS_HEADER = re.compile(r"^Thread Stats\s+Avg\s+Stdev\s+Max\s+\+/-\s+Stdev\
 RE_STATS_ROW = re.compile(rf"^(Latency|Req/Sec)\s+{_TOK}\s+{_TOK}\s+{_TOK}\s+{_TOK}\s*$")
 RE_DIST_WRK2 = re.compile(r"^Latency Distribution \(HdrHistogram - (.*)\)\s*$")
 RE_DIST_WRK = re.compile(r"^Latency Distribution\s*$")
-RE_PCT_ROW = re.compile(r"^(\d+(?:\.\d+)?)%\s+(\S+)\s*$")
+RE_PCT_ROW = re.compile(r"^(\d{1,3}(?:\.\d{1,6})?)%\s+(\S+)\s*$")
 RE_SPECTRUM_HEAD = re.compile(r"^Detailed Percentile spectrum:\s*$")
 RE_SPECTRUM_COLS = re.compile(r"^Value\s+Percentile\s+TotalCount\s+1/\(1-Percentile\)\s*$")
-RE_SPECTRUM_ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s*$")
+RE_SPECTRUM_ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\d{1,18})\s+(\S+)\s*$")
 RE_FOOT_MEAN = re.compile(r"^#\[Mean\s*=\s*(\S+),\s*StdDeviation\s*=\s*(\S+)\]\s*$")
 RE_FOOT_MAX = re.compile(r"^#\[Max\s*=\s*(\S+),\s*Total count\s*=\s*(\S+)\]\s*$")
 RE_FOOT_BUCKETS = re.compile(r"^#\[Buckets\s*=\s*(\S+),\s*SubBuckets\s*=\s*(\S+)\]\s*$")
 RE_RULE = re.compile(r"^-{10,}\s*$")
-RE_SUMMARY = re.compile(r"^(\d+)\s+requests in\s+(\S+),\s+(\S+)\s+read\s*$")
+RE_SUMMARY = re.compile(r"^(\d{1,18})\s+requests in\s+(\S+),\s+(\S+)\s+read\s*$")
 RE_SOCKET = re.compile(
-    r"^Socket errors:\s+connect\s+(\d+),\s+read\s+(\d+),\s+write\s+(\d+),\s+timeout\s+(\d+)\s*$")
-RE_NON2XX = re.compile(r"^Non-2xx or 3xx responses:\s+(\d+)\s*$")
+    r"^Socket errors:\s+connect\s+(\d{1,18}),\s+read\s+(\d{1,18}),\s+write\s+(\d{1,18}),\s+timeout\s+(\d{1,18})\s*$")
+RE_NON2XX = re.compile(r"^Non-2xx or 3xx responses:\s+(\d{1,18})\s*$")
 RE_RPS = re.compile(r"^Requests/sec:\s+(\S+)\s*$")
 RE_TPS = re.compile(r"^Transfer/sec:\s+(\S+)\s*$")
 RE_USAGE = re.compile(r"^Usage:\s+wrk\b")
+# how every line the parser reads begins (a digit: threads, a percentile row, the request count)
+RE_KNOWN = re.compile(r"(?:Running\s|Warm-up:|Thread\s|Latency|Req/Sec\s|Socket errors:|Non-2xx|Requests/sec:|"
+                      r"Transfer/sec:|This is ApacheBench|summary|[0-9])")
 
 # another tool's report (ab's banner, JMeter's summary line)
 RE_OTHER_TOOL = re.compile(r"^(This is ApacheBench|summary\s*=)")
