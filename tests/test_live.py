@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -59,8 +60,32 @@ def ssh_run(sshd, tmp_path_factory):
     options = LiveOptions(hosts_file=str(sshd.inventory(known)), profile="smoke",
                           tomcat_home=str(tmp / "tc" / "apache-tomcat-11.0.10"), tomcat_tarball=str(TARBALL),
                           http_port=free_port(), mask_hosts=True)
-    path = run_path(options, steps=["setup", "baseline"], runs_dir=tmp / "runs", build=False)
+    # Tomcat's conventional ports held by another process, as by another Tomcat on this machine: the run
+    # uses its own (issue 30, item 3), else its Tomcat could not bind its shutdown port and would stop
+    held = []
+    for port in (8005, 8009, 8081):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+            held.append(s)
+        except OSError:               # held already by someone else: just as good
+            s.close()
+    try:
+        path = run_path(options, steps=["setup", "baseline"], runs_dir=tmp / "runs", build=False)
+    finally:
+        for s in held:
+            s.close()
     return RunStore(tmp / "runs").load(path.name), options, sshd
+
+
+def test_a_run_on_its_own_http_port_uses_its_own_shutdown_and_ajp_ports(ssh_run):
+    from tunepath.model.context import ports_for
+
+    run, options, _ = ssh_run
+    ctx = run.record["context"]
+    assert (ctx["shutdown_port"], ctx["ajp_port"], ctx["proxy_port"]) == ports_for(options.http_port)
+    assert run.record["status"] == "complete" and len(run.measurements) == 4   # while 8005 was taken
 
 
 def test_live_run_over_ssh_records_measurements_and_facts(ssh_run):

@@ -97,14 +97,15 @@ def _common(module: str, directory: str, listen: str, user: str) -> list[str]:
 
 
 def httpd_conf(mode: str, directory: str, tomcat_port: int = 8080, secret: str = SECRET_PLACEHOLDER,
-               listen_port: int = PROXY_PORT, user: str = "www-data", address: str | None = "127.0.0.1") -> str:
+               listen_port: int = PROXY_PORT, user: str = "www-data", address: str | None = "127.0.0.1",
+               ajp_port: int = AJP_PORT) -> str:
     """The whole httpd.conf of the private instance with mod_proxy; ``mode`` is "http" or "ajp"
     (mod_jk's is :func:`jk_conf`). ``address``: where it listens (:func:`listen_address`)."""
     if mode == "http":
         backend, module = f"http://127.0.0.1:{port(tomcat_port, 'Tomcat port')}/examples/", "proxy_http"
         extra = ""
     elif mode == "ajp":
-        backend, module = f"ajp://127.0.0.1:{AJP_PORT}/examples/", "proxy_ajp"
+        backend, module = f"ajp://127.0.0.1:{port(ajp_port, 'AJP port')}/examples/", "proxy_ajp"
         extra = f" secret={ajp_attributes(secret)['secret']}"      # validated: letters, digits, - and _
     else:
         raise TunepathError(f"unknown proxy mode {mode!r}: use http or ajp (mod_jk: jk_conf)")
@@ -133,7 +134,7 @@ def jk_conf(directory: str, listen_port: int = PROXY_PORT, user: str = "www-data
     ])
 
 
-def workers_properties(secret: str = SECRET_PLACEHOLDER) -> str:
+def workers_properties(secret: str = SECRET_PLACEHOLDER, ajp_port: int = AJP_PORT) -> str:
     """mod_jk's workers: one AJP/1.3 worker to Tomcat's AJP connector on loopback, with the secret."""
     secret = ajp_attributes(secret)["secret"]                       # validated: letters, digits, - and _
     return "\n".join([
@@ -141,7 +142,7 @@ def workers_properties(secret: str = SECRET_PLACEHOLDER) -> str:
         f"worker.list={JK_WORKER}",
         f"worker.{JK_WORKER}.type=ajp13",
         f"worker.{JK_WORKER}.host=127.0.0.1",
-        f"worker.{JK_WORKER}.port={AJP_PORT}",
+        f"worker.{JK_WORKER}.port={port(ajp_port, 'AJP port')}",
         f"worker.{JK_WORKER}.secret={secret}",
         "",
     ])
@@ -160,10 +161,11 @@ class Httpd:
     """The private httpd instance on the server; ``address``: where it listens (:func:`listen_address`:
     None is every address), which is where :meth:`wait_ready` asks it."""
 
-    def __init__(self, host: Host, directory: str, address: str | None = "127.0.0.1"):
+    def __init__(self, host: Host, directory: str, address: str | None = "127.0.0.1", listen_port: int = PROXY_PORT):
         self.host = host
         self.dir = directory
         self.address = address
+        self.listen_port = listen_port
 
     @property
     def conf(self) -> str:
@@ -215,7 +217,7 @@ class Httpd:
 
     def wait_ready(self) -> None:
         host = self.address or "127.0.0.1"
-        url = f"http://{f'[{host}]' if ':' in host else host}:{PROXY_PORT}/examples/servlets/servlet/HelloWorldExample"
+        url = f"http://{f'[{host}]' if ':' in host else host}:{self.listen_port}/examples/servlets/servlet/HelloWorldExample"
         probe = f"curl -s -o /dev/null -w '%{{http_code}}' {quote(url)}"
         r = self.host.run(f"for i in $(seq 1 50); do [ \"$({probe})\" = 200 ] "
                           "&& exit 0; sleep 0.2; done; exit 1", check=False, timeout=30)

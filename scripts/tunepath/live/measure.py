@@ -110,12 +110,19 @@ def _no_summary(session: Session, step, variant: str, load, result, tag: str) ->
     session.tomcat.stop()
 
 
+def run_config(session: Session, step, variant: str):
+    """The step's Tomcat configuration for ``variant``, on this run's ports: its HTTP port, and its
+    shutdown and AJP ports where they are not Tomcat's own (:func:`tunepath.model.context.ports_for`)."""
+    ctx, config = session.ctx, step.tomcat_config(variant, session.ctx)
+    if session.options.http_port != 8080:
+        config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
+    return replace(config, ajp_port=ctx.ajp_port, shutdown_port=ctx.shutdown_port if ctx.shutdown_port != 8005 else None)
+
+
 def restart_for(session: Session, step, variant: str) -> None:
     """Configure Tomcat for ``variant`` and (re)start it, without measuring (the rate sweep probes
     and then measures every rate against this one JVM)."""
-    config = step.tomcat_config(variant, session.ctx)
-    if session.options.http_port != 8080:
-        config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
+    config = run_config(session, step, variant)
     _restart(session, step, variant, config, {b.id: b for b in step.plan(session.ctx)}, f"{step.name}/{variant}", 1)
 
 
@@ -181,9 +188,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     ``restart=False`` measures the Tomcat already running (a shared round, the rate sweep's later
     rates); ``keep_running`` leaves it running afterwards."""
     clock = Phases(time.monotonic())
-    config = step.tomcat_config(variant, session.ctx)
-    if session.options.http_port != 8080:
-        config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
+    config = run_config(session, step, variant)
     blocks = {b.id: b for b in step.plan(session.ctx)}
     tag = f"{step.name}/{variant}" + (f" #{repetition}" if repetition > 1 or session.repeating else "")
     started = _restart(session, step, variant, config, blocks, tag, repetition) if restart else Started()

@@ -52,7 +52,9 @@ class TomcatConfig:
     jvm_options: tuple[str, ...] = ()
     port: int = 8080          # the HTTP Connector's port in the original server.xml
     java_home: str | None = None   # a JDK other than the one on PATH (bin/setenv.sh sets JAVA_HOME)
-    ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:8009 requiring this secret
+    ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:ajp_port requiring this secret
+    ajp_port: int = 8009
+    shutdown_port: int | None = None   # <Server port>: None keeps the file's own (8005 in Tomcat's)
 
     def describe(self) -> str:
         parts = []
@@ -67,14 +69,17 @@ class TomcatConfig:
         if self.java_home:
             parts.append(f"JAVA_HOME {self.java_home}")
         if self.ajp_secret:
-            parts.append("AJP connector on 127.0.0.1:8009 with a secret")
+            parts.append(f"AJP connector on 127.0.0.1:{self.ajp_port} with a secret")
+        if self.shutdown_port:
+            parts.append(f"shutdown port {self.shutdown_port}")
         return "; ".join(parts) or "stock configuration"
 
     def to_dict(self) -> dict:
         return {"access_log": self.access_log, "connector": dict(self.connector),
                 "executor": dict(self.executor) if self.executor else None,
                 "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home,
-                "ajp": bool(self.ajp_secret)}     # the secret itself is never recorded
+                "ajp": bool(self.ajp_secret), "ajp_port": self.ajp_port,
+                "shutdown_port": self.shutdown_port}     # the secret itself is never recorded
 
 
 def _split_prolog(text: str) -> tuple[str, str]:
@@ -111,7 +116,8 @@ def _check_attrs(kind: str, attrs: dict, allowed: set) -> None:
 
 def render_server_xml(original: str, config: TomcatConfig) -> str:
     """``original`` with ``config`` applied; never edits an already-edited file."""
-    if config.access_log and not config.connector and not config.executor and not config.ajp_secret:
+    if config.access_log and not config.connector and not config.executor and not config.ajp_secret \
+            and not config.shutdown_port:
         validate_server_xml(original, config.port)
         return original                      # the stock file, byte for byte
     prolog, body = _split_prolog(original)
@@ -128,6 +134,8 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
                     host.remove(valve)
     for key, value in config.connector.items():
         conn.set(key, str(value))
+    if config.shutdown_port:
+        root.set("port", str(config.shutdown_port))
     if config.executor:
         _check_attrs("Executor", config.executor, EXECUTOR_ATTRIBUTES)
         name = config.executor.get("name", "tunepathPool")
@@ -136,7 +144,7 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
         service.insert(list(service).index(conn), execu)
         conn.set("executor", name)
     if config.ajp_secret:
-        ajp = ET.Element("Connector", ajp_attributes(config.ajp_secret))
+        ajp = ET.Element("Connector", ajp_attributes(config.ajp_secret, config.ajp_port))
         ajp.tail = "\n    "
         service.insert(list(service).index(conn) + 1, ajp)
     text = prolog + ET.tostring(root, encoding="unicode") + "\n"
@@ -147,11 +155,11 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
 AJP_PORT = 8009
 
 
-def ajp_attributes(secret: str) -> dict[str, str]:
+def ajp_attributes(secret: str, port: int = AJP_PORT) -> dict[str, str]:
     """Tomcat's AJP connector, on loopback only, refusing requests without the secret."""
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,}", secret):
         raise ConfigError("the AJP secret must be at least 16 letters, digits, '-' or '_'")
-    return {"protocol": "AJP/1.3", "address": "127.0.0.1", "port": str(AJP_PORT), "secretRequired": "true",
+    return {"protocol": "AJP/1.3", "address": "127.0.0.1", "port": str(port), "secretRequired": "true",
             "secret": secret, "redirectPort": "8443"}
 
 

@@ -20,7 +20,7 @@ from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port
 from tunepath.versions import WRK2_REPO
 
-__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "cpu_ranges", "brace_ranges", "cpu_runs",
+__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "ports_for", "cpu_ranges", "brace_ranges", "cpu_runs",
            "is_loopback"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
@@ -61,6 +61,9 @@ class HostContext:
     java_package: str = "openjdk-21-jdk"
     server_address: str = "${tomcat_ip}"
     port: int | str = 8080        # Tomcat's HTTP port (a reader's context: ${tomcat_port})
+    shutdown_port: int = 8005     # Tomcat's shutdown port (<Server port>), the AJP connector's and the
+    ajp_port: int = 8009          # proxy step's private httpd's: Tomcat's conventional ones where the
+    proxy_port: int = 8081        # HTTP port is 8080, else a run's own (:func:`ports_for`)
     path: str = BENCH_PATH
     total_cpus: int = 192
     baseline_cpus: tuple[int, ...] = tuple(range(0, 8))
@@ -212,6 +215,18 @@ def is_loopback(address: str | None) -> bool:
         return ipaddress.ip_address(str(address or "").strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def ports_for(http_port: int) -> tuple[int, int, int]:
+    """Tomcat's shutdown port, its AJP port and the proxy's port for a Tomcat on ``http_port``:
+    the conventional 8005, 8009 and 8081 beside 8080; otherwise three ports derived from the HTTP
+    port, so that two runs on one machine (each on its own HTTP port) do not share one, and every
+    session of a run computes the same (no probing: this run's own Tomcat may hold them). Distinct for
+    any HTTP ports less than 7,333 apart; all below the ephemeral ports (32768 up)."""
+    if http_port == 8080:
+        return 8005, 8009, 8081
+    base = 10000 + 3 * (http_port % 7333)       # 10000-31998
+    return base, base + 1, base + 2
 
 
 def parse_cpu_list(value) -> list[int]:

@@ -97,8 +97,8 @@ def reader_context(ctx: HostContext) -> HostContext:
 def path_context(ctx: HostContext) -> HostContext:
     """What a page prints for a reader: :func:`reader_context` without the run's own choices. No CPU
     pinning (a lab's server and client share one kernel), the path's CPU sets and queue count (the
-    original's host), and the path's load (the original's threads, connections and rate) in place
-    of a probed test rate. A rate sweep keeps its points, which are its variants. A run's literal
+    original's host), the path's load (the original's threads, connections and rate) in place
+    of a probed test rate, and Tomcat's conventional ports in place of a run's own. A rate sweep keeps its points, which are its variants. A run's literal
     commands stay in its folded "as run" block."""
     path = HostContext()
     return replace(reader_context(ctx), server_pin_cpus=(), client_pin_cpus=(), fixed_cpus=(),
@@ -106,7 +106,8 @@ def path_context(ctx: HostContext) -> HostContext:
                    nic_queues=path.nic_queues, threads=path.threads, connections=path.connections,
                    rate=path.rate, sweep_rates=ctx.rates, sweep_warmup_rate=ctx.warmup_rate,
                    smoke_threads=path.smoke_threads, smoke_connections=path.smoke_connections,
-                   smoke_rate=path.smoke_rate)
+                   smoke_rate=path.smoke_rate, shutdown_port=path.shutdown_port, ajp_port=path.ajp_port,
+                   proxy_port=path.proxy_port)
 
 
 def _note(var: Variable, value: str) -> str:

@@ -13,7 +13,7 @@ import secrets
 import time
 from dataclasses import replace
 
-from tunepath.live.httpd import (PROXY_PORT, SECRET_PLACEHOLDER, Httpd, httpd_conf, jk_conf, listen_address,
+from tunepath.live.httpd import (SECRET_PLACEHOLDER, Httpd, httpd_conf, jk_conf, listen_address,
                                  start_command, workers_properties)
 from tunepath.live.tomcatconf import TomcatConfig, ajp_attributes
 from tunepath.model.context import HostContext
@@ -32,8 +32,10 @@ def proxy_files(mode: str, ctx: HostContext) -> tuple[str, str | None]:
     """The private httpd's configuration for ``mode``, and mod_jk's workers file (None otherwise)."""
     address = listen_address("127.0.0.1" if ctx.loopback else ctx.server_address)
     if mode == "jk":
-        return jk_conf(ctx.httpd_dir, address=address), workers_properties(ctx.ajp_secret)
-    return httpd_conf(mode, ctx.httpd_dir, ctx.port, ctx.ajp_secret, address=address), None
+        return (jk_conf(ctx.httpd_dir, ctx.proxy_port, address=address),
+                workers_properties(ctx.ajp_secret, ctx.ajp_port))
+    return httpd_conf(mode, ctx.httpd_dir, ctx.port, ctx.ajp_secret, ctx.proxy_port, address=address,
+                      ajp_port=ctx.ajp_port), None
 
 
 class Proxy(Step):
@@ -57,7 +59,7 @@ class Proxy(Step):
         if variant in ("direct", "http", "ajp", "jk"):
             # one configuration for all four (the AJP connector listens throughout, used by ajp and jk
             # only), so that one JVM serves a whole round: what differs is in front of Tomcat
-            return TomcatConfig(access_log=False, ajp_secret=ctx.ajp_secret)
+            return TomcatConfig(access_log=False, ajp_secret=ctx.ajp_secret, ajp_port=ctx.ajp_port)
         return super().config(variant, ctx)
 
     def shares_server(self, variant: str) -> bool:
@@ -65,14 +67,14 @@ class Proxy(Step):
 
     def plan(self, ctx: HostContext) -> list[Block]:
         blocks = [Block("ajp-connector", "server", f"The AJP Connector added to {ctx.tomcat_home}/conf/server.xml "
-                        "(the ajp and jk variants)", element("Connector", ajp_attributes(ctx.ajp_secret)),
+                        "(the ajp and jk variants)", element("Connector", ajp_attributes(ctx.ajp_secret, ctx.ajp_port)),
                         lang="xml", variant="ajp")]
         for mode in PROXIES:
             conf, workers = proxy_files(mode, ctx)
-            blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {PROXY_PORT} "
+            blocks.append(Block(f"httpd-{mode}", "server", f"Start a private httpd on port {ctx.proxy_port} "
                                 f"with {MODULE[mode]}", start_command(ctx.httpd_dir, conf, workers), variant=mode))
         blocks += [restart(ctx), *warm_up(ctx)]      # one JVM for all four: warmed once per round
-        proxied = replace(ctx, port=PROXY_PORT)          # the same load, sent to httpd
+        proxied = replace(ctx, port=ctx.proxy_port)      # the same load, sent to httpd
         for v in ("direct", *PROXIES):
             target = ctx if v == "direct" else proxied
             blocks.append(Block(f"load-{v}", "client", f"Load through {'Tomcat directly' if v == 'direct' else 'httpd'}",
@@ -105,7 +107,7 @@ class Proxy(Step):
         from tunepath.live.session import progress
 
         ctx, block = session.ctx, blocks[f"httpd-{variant}"]
-        httpd = Httpd(session.server, ctx.httpd_dir, listen_address(ctx.server_address))
+        httpd = Httpd(session.server, ctx.httpd_dir, listen_address(ctx.server_address), ctx.proxy_port)
         started = time.monotonic()
         # the block's effect, with its files uploaded: the AJP secret never goes on a command line
         httpd.start(*proxy_files(variant, ctx))
@@ -114,7 +116,7 @@ class Proxy(Step):
                                duration_s=round(time.monotonic() - started, 3),
                                how=f"{files} uploaded (mode 0600), never passed on a command line",
                                **({"repetition": repetition} if repetition > 1 else {}))
-        progress(f"{self.name}/{variant}: httpd answers on port {PROXY_PORT}")
+        progress(f"{self.name}/{variant}: httpd answers on port {ctx.proxy_port}")
 
         def stop() -> None:
             httpd.stop()
