@@ -26,12 +26,13 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
 from tunepath.live.tomcatconf import AJP_PORT, ajp_attributes
+from tunepath.model.context import HostContext
 from tunepath.model.shell import check_text, heredoc, path, port, quote
 
 __all__ = ["PROXY_PORT", "HTTPD_DIR", "SECRET_PLACEHOLDER", "JK_WORKER", "listen_address", "httpd_conf",
            "jk_conf", "workers_properties", "start_command", "Httpd"]
 
-PROXY_PORT = 8081
+PROXY_PORT = HostContext.proxy_port   # a run on another HTTP port than 8080 has its own (ports_for)
 HTTPD_DIR = "~/.tunepath/httpd"
 SECRET_PLACEHOLDER = "AJP_SECRET_GENERATED_PER_RUN"
 MODULES = "/usr/lib/apache2/modules"

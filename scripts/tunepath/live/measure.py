@@ -28,7 +28,7 @@ from tunepath.live.jvmfacts import read_counters
 from tunepath.live.probe import choose_rate
 from tunepath.live.session import Session, progress
 from tunepath.live.warmup import warm_up
-from tunepath.model.context import cpu_ranges
+from tunepath.model.context import HostContext, cpu_ranges
 from tunepath.model.shell import quote
 from tunepath.parse.reports import parse_report
 
@@ -116,7 +116,8 @@ def run_config(session: Session, step, variant: str):
     ctx, config = session.ctx, step.tomcat_config(variant, session.ctx)
     if session.options.http_port != 8080:
         config = replace(config, connector={**config.connector, "port": str(session.options.http_port)})
-    return replace(config, ajp_port=ctx.ajp_port, shutdown_port=ctx.shutdown_port if ctx.shutdown_port != 8005 else None)
+    own = ctx.shutdown_port != HostContext.shutdown_port        # else server.xml keeps Tomcat's own
+    return replace(config, ajp_port=ctx.ajp_port, shutdown_port=ctx.shutdown_port if own else None)
 
 
 def restart_for(session: Session, step, variant: str) -> None:

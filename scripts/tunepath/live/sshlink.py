@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 from tunepath.errors import TunepathError
 from tunepath.live.knownhosts import HostKeyError, RevokedHostKey, UnknownHostKey, describe
@@ -47,8 +48,8 @@ def keep_alive(transport) -> None:
 
 def _watch(transport) -> None:
     """Every KEEPALIVE_S, a request that wants a reply; no reply within LOST_S closes the link."""
-    stop = threading.Event()
-    while transport.is_active() and not stop.wait(KEEPALIVE_S):
+    while transport.is_active():
+        time.sleep(KEEPALIVE_S)
         asked = threading.Thread(target=_ask, args=(transport,), daemon=True)
         asked.start()
         asked.join(LOST_S)

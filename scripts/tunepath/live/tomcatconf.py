@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from tunepath.errors import TunepathError
+from tunepath.model.context import HostContext
 from tunepath.model.shell import heredoc, path, quote
 
 __all__ = ["TomcatConfig", "ConfigError", "render_server_xml", "validate_server_xml", "render_setenv",
@@ -53,7 +54,7 @@ class TomcatConfig:
     port: int = 8080          # the HTTP Connector's port in the original server.xml
     java_home: str | None = None   # a JDK other than the one on PATH (bin/setenv.sh sets JAVA_HOME)
     ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:ajp_port requiring this secret
-    ajp_port: int = 8009
+    ajp_port: int = HostContext.ajp_port
     shutdown_port: int | None = None   # <Server port>: None keeps the file's own (8005 in Tomcat's)
 
     def describe(self) -> str:
@@ -152,7 +153,7 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
     return text
 
 
-AJP_PORT = 8009
+AJP_PORT = HostContext.ajp_port      # Tomcat's own; a run on another HTTP port has its own (ports_for)
 
 
 def ajp_attributes(secret: str, port: int = AJP_PORT) -> dict[str, str]:

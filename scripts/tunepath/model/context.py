@@ -224,7 +224,7 @@ def ports_for(http_port: int) -> tuple[int, int, int]:
     session of a run computes the same (no probing: this run's own Tomcat may hold them). Distinct for
     any HTTP ports less than 7,333 apart; all below the ephemeral ports (32768 up)."""
     if http_port == 8080:
-        return 8005, 8009, 8081
+        return HostContext.shutdown_port, HostContext.ajp_port, HostContext.proxy_port     # the defaults
     base = 10000 + 3 * (http_port % 7333)       # 10000-31998
     return base, base + 1, base + 2
 
