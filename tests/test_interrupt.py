@@ -18,7 +18,7 @@ import pytest
 
 from tunepath.errors import TunepathError
 from tunepath.live.runner import HeldInterrupts
-from tunepath.publish import notebooks
+from tunepath.publish.interrupt import Kernels, interruptible
 
 pytestmark = pytest.mark.fast
 
@@ -59,11 +59,11 @@ def _sigint_when(path: str) -> threading.Thread:
 
 def test_ctrl_c_is_passed_to_the_kernel_and_waits_for_its_restore(tmp_path):
     out = str(tmp_path / "kernel.out")
-    kernels: list[int] = []
+    kernels = Kernels()
 
     def run():
         kernel = subprocess.Popen([sys.executable, "-c", KERNEL, out], start_new_session=True)  # as Jupyter does
-        kernels.append(kernel.pid)
+        kernels.pids.append(kernel.pid)
         if kernel.wait() != 0:
             raise TunepathError("step 'baseline': the cell failed: KeyboardInterrupt")
         return "finished"
@@ -71,37 +71,40 @@ def test_ctrl_c_is_passed_to_the_kernel_and_waits_for_its_restore(tmp_path):
     _sigint_when(out + ".ready")
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        notebooks._interruptible(run, kernels, "step 'baseline'")
+        interruptible(run, kernels, "step 'baseline'")
     assert open(out).read() == "restored"          # the kernel got the Ctrl-C and ended its restore first
+    assert kernels.interrupted                     # its manager then shuts it down at once, not gracefully
     assert time.monotonic() - t0 < 15              # not the kernel's 60 s sleep
 
 
 def test_without_ctrl_c_the_result_and_errors_pass_through(tmp_path):
-    assert notebooks._interruptible(lambda: "done", [], "step 'x'") == "done"
+    quiet = Kernels()
+    assert interruptible(lambda: "done", quiet, "step 'x'") == "done"
+    assert not quiet.interrupted
 
     def fail():
         raise TunepathError("step 'x': notebook failed in cell 3")
     with pytest.raises(TunepathError, match="cell 3"):
-        notebooks._interruptible(fail, [], "step 'x'")
+        interruptible(fail, Kernels(), "step 'x'")
 
 
 def test_a_kernel_started_after_the_ctrl_c_is_interrupted_too(tmp_path):
     out = str(tmp_path / "late.out")
-    kernels: list[int] = []
+    kernels = Kernels()
     pressed = tmp_path / "pressed"
 
     def run():
         open(pressed, "w").close()     # the Ctrl-C comes now, while the kernel is still starting
         time.sleep(1.0)
         kernel = subprocess.Popen([sys.executable, "-c", KERNEL, out], start_new_session=True)
-        kernels.append(kernel.pid)
+        kernels.pids.append(kernel.pid)
         ended.append(kernel.wait())
 
     ended: list[int] = []
     _sigint_when(str(pressed))
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        notebooks._interruptible(run, kernels, "step 'x'")
+        interruptible(run, kernels, "step 'x'")
     # interrupted while it starts (its default SIGINT) or once running (its restore): it ends either way
     assert ended and ended[0] in (1, -signal.SIGINT) and time.monotonic() - t0 < 15
 

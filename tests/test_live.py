@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -202,6 +203,27 @@ def test_remote_command_outliving_its_timeout_is_ended_on_the_host(sshd, tmp_pat
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
 
 
+def test_ctrl_c_ends_the_remote_command_at_once_on_its_host(sshd, tmp_path):
+    """Without a terminal, Fabric would wait for the command's end (a measurement's whole duration)
+    before a step's guard could put the server back, and the command would go on after it."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    inventory = load_inventory(sshd.inventory(known, tmp_path / "hosts.toml"))
+    marker, landed = f"tunepath-ctrl-c-{os.getpid()}", tmp_path / "landed"
+    main = threading.get_ident()
+    with connect(inventory.server, inventory) as host:
+        threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT)).start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            host.run(f"(exec -a {marker} sleep 30); echo landed > {landed}", timeout=60)
+        took = time.monotonic() - t0
+        assert host.run("echo still usable").stdout.strip() == "still usable"
+    assert took < 15                  # not the command's 30 s: it was ended, not waited for
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+    assert not landed.exists()
+
+
 def test_sigint_during_measurement_restores_and_keeps_published_data(tmp_path):
     _need_parts()
     home = tmp_path / "tc" / "apache-tomcat-11.0.10"
@@ -309,27 +331,34 @@ def test_every_client_drives_the_load_and_results_are_summed(two_client_run):
     assert live.client_cpu_s == pytest.approx(sum(p.client_cpu_s for p in live.parts))
 
 
-def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch):
+def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch, tmp_path):
     """The runner ends a step's kernel with SIGINT when it is interrupted; whichever of the two
     records the failure first, the run says "interrupted" (not "KeyboardInterrupt")."""
     from types import SimpleNamespace
 
     from tunepath.live import actions
+    from tunepath.live.session import side_file
 
-    failed, record = [], {"blocks": [{"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}
-    monkeypatch.setattr(actions, "cleanup", lambda *a: None)
+    failed, record, quick = [], {"blocks": [{"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}, []
+    monkeypatch.setattr(actions, "cleanup", lambda *a, quick=False, calls=quick: calls.append(quick))
     monkeypatch.setattr(actions, "restore", lambda server: ["eth0: combined 4 queues again"])
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
-                              recorder=SimpleNamespace(fail=lambda step, message, **kw: failed.append((step, message)),
+                              recorder=SimpleNamespace(runs_dir=tmp_path,
+                                                       fail=lambda step, message, **kw: failed.append((step, message)),
                                                        note_put_back=lambda lines, when, steps: record.setdefault(
                                                            "notes", []).append({"text": f"{when}: " + "; ".join(lines),
                                                                                 "steps": steps})))
     with pytest.raises(KeyboardInterrupt):
         with actions.step_guard(session, "baseline"):
             raise KeyboardInterrupt
+    # a Ctrl-C: Tomcat is given half a second, and the runner is told the server is back in full
+    settled = side_file(tmp_path, "r", ".put-back.json")
+    assert quick == [True] and json.loads(settled.read_text()) == {"step": "baseline"}
+    settled.unlink()
     with pytest.raises(TunepathError):
         with actions.step_guard(session, "numa"):
             raise TunepathError("numactl is missing")
+    assert quick == [True, False] and not settled.exists()     # a failure: the runner puts it back again
     assert failed == [("baseline", "interrupted"), ("numa", "numactl is missing")]
     # what the guard put back is noted in the run (issue 30, item 4), on the page of the step that changed it
     notes = [n["text"] for n in record["notes"]]
@@ -348,3 +377,27 @@ def test_a_put_back_is_noted_on_the_pages_it_concerns(tmp_path):
     recorder.note_put_back(["eth0: combined 4 queues again"], "When numa failed", ["numa"])
     assert recorder.record["notes"] == [{"text": "When numa failed, the server was put back as the run found it: "
                                                  "eth0: combined 4 queues again.", "steps": ["numa"]}]
+
+
+def test_tunepath_restore_notes_what_it_did_in_the_run_that_held_the_lock(tmp_path):
+    """Issue 30, item 4: `tunepath restore` after a run died notes in that run's record what it
+    put back, with host names masked; a run recorded elsewhere is named, not guessed."""
+    from tunepath.live.runner import note_in_dead_run
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[server]\nhost = "127.0.0.1"\nport = 2222\nuser = "srvuser"\n\n'
+                     '[[clients]]\nhost = "127.0.0.1"\nport = 2223\nuser = "cliuser"\n')
+    options = LiveOptions(hosts_file=str(hosts))
+    dead = tmp_path / "runs" / ".inprogress" / "live-x"
+    dead.mkdir(parents=True)
+    (dead / "run.json").write_text(json.dumps({"run_id": "live-x", "status": "partial", "blocks": [
+        {"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}))
+    lines = ["eth0: combined 4 queues again on srvuser@127.0.0.1:2222 (`ethtool -L eth0 combined 4`)",
+             "the lock of the dead run removed"]
+    where = note_in_dead_run(tmp_path / "runs", "live-x", options, lines)
+    assert where.startswith("noted in run live-x")
+    note = json.loads((dead / "run.json").read_text())["notes"][0]
+    assert note["text"].startswith("When `tunepath restore` ran after the run had ended, the server was put back")
+    assert "ethtool -L eth0 combined 4" in note["text"] and "srvuser" not in note["text"]
+    assert note["steps"] == ["nic-queues"]
+    assert "not in" in note_in_dead_run(tmp_path / "runs", "live-other", options, lines)

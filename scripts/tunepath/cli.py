@@ -192,9 +192,9 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_restore(args) -> int:
-    from tunepath.live.putback import restore_host
+    from tunepath.live.runner import restore_and_note
 
-    done = restore_host(_live_options(args), force=args.force, reboot=args.allow_reboot)
+    done = restore_and_note(_live_options(args), force=args.force, reboot=args.allow_reboot, runs_dir=_runs_dir(args))
     print("\n".join(done) if done else "nothing to restore: no saved state and no changed server.xml")
     return 0
 
@@ -235,6 +235,19 @@ def _add_supersede(sub) -> None:
     sp.add_argument("--why", required=True, help="what the newer run does better (recorded in run.json)")
     sp.add_argument("--runs-dir", default=None, help="recorded runs (default: runs/ of the project)")
     sp.set_defaults(func=_cmd_supersede)
+
+
+def _add_restore(sub) -> None:
+    """``tunepath restore``."""
+    sp = sub.add_parser("restore", help="return the server to its saved original state")
+    _add_settings(sp, WHERE)
+    sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
+    sp.add_argument("--runs-dir", default=None, help="where the run that held the lock is recorded, to note the "
+                                                     "restore in it (default: runs/ of the project)")
+    sp.add_argument("--allow-reboot", action="store_true",
+                    help="reboot the server when its kernel runs other parameters than before the run (the GRUB "
+                         "change is put back, but only a boot applies it), and check them afterwards")
+    sp.set_defaults(func=_cmd_restore)
 
 
 def _add_run(sub) -> None:
@@ -330,13 +343,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     _add_supersede(sub)
 
-    sp = sub.add_parser("restore", help="return the server to its saved original state")
-    _add_settings(sp, WHERE)
-    sp.add_argument("--force", action="store_true", help="also when a (dead) run still holds the lock")
-    sp.add_argument("--allow-reboot", action="store_true",
-                    help="reboot the server when its kernel runs other parameters than before the run (the GRUB "
-                         "change is put back, but only a boot applies it), and check them afterwards")
-    sp.set_defaults(func=_cmd_restore)
+    _add_restore(sub)
 
     _add_export(sub)
     _add_lab(sub)

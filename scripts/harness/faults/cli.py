@@ -24,6 +24,7 @@ from pathlib import Path
 from harness import ROOT
 from harness.faults.harness import Config, Harness
 from harness.faults.probe import apply_lock, say
+from harness.faults.moments import render_moments
 from harness.faults.report import AUTO, RESTORE, Trial, load_trials, render
 from harness.faults.server import LabServer
 from harness.faults.target import Target
@@ -38,6 +39,12 @@ class Options:
     target: Target
     config: Config
     table: Path | None = None          # --table FILE: only print its table
+
+
+def table(trials: list[Trial], layout) -> str:
+    """The results table; with ``--at``, a second one per moment of the run."""
+    text = render(trials, layout)
+    return text + ("\n\n" + render_moments(trials) if any(t.moment for t in trials) else "")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,7 +144,7 @@ def report(harness: Harness) -> None:
     mean = sum(t.duration_s for t in trials) / len(trials) if trials else 0.0
     print(f"\n{len(trials)} trials in {harness.elapsed()} (a trial took {mean:.0f} s on average, setup and "
           f"calibration included in the total); results in {out}\n")
-    print(render(trials, harness.target.layout))
+    print(table(trials, harness.target.layout))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     target, config = options.target, options.config
     if options.table:
-        print(render(load_trials(options.table), target.layout))
+        print(table(load_trials(options.table), target.layout))
         return 0
     if os.geteuid() != 0:
         print(f"{target.prog}: needs root ({target.root_for})", file=sys.stderr)

@@ -82,8 +82,9 @@ class Harness:
 
     # -- the controller ------------------------------------------------------------------
     def command(self, steps: str, *extra: str) -> list[str]:
+        build = () if "--site-dir" in extra else ("--no-build",)
         return [str(self.config.tunepath), "run", "--hosts", str(self.lab.hosts_file), "--profile", "smoke",
-                "--steps", steps, "--runs-dir", str(self.records / "runs"), "--no-build",
+                "--steps", steps, "--runs-dir", str(self.records / "runs"), *build,
                 *self.target.run_options, *extra]
 
     def restore(self) -> tuple[list[str], float]:
@@ -122,7 +123,8 @@ class Harness:
         t = Trial.planned(plan)
         self.current, self.trial_t0 = f"trial {number}/{total} {plan.kind} {plan.index}", time.monotonic()
         self.target.start_watch()
-        self.controller = ctl = Controller(self.command(plan.steps, *self.target.trial_options), ROOT)
+        extra = self.target.before_run(self, plan)
+        self.controller = ctl = Controller(self.command(plan.steps, *self.target.trial_options, *extra), ROOT)
         self.phase("run started; waiting for the trigger")
         trigger = self.target.wait_trigger(self, plan, ctl)
         if trigger is None:

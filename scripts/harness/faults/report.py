@@ -35,6 +35,7 @@ class Plan:
     signal: str = ""               # VM controller trials: SIGKILL or SIGINT
     off_s: float = 0.0             # VM power cuts: how long the VM stays off
     outage_s: float = 0.0          # server sshd/link trials: how long it stays down
+    moment: str = ""               # server SIGINT trials with --at: the moment of the run (harness.faults.moments)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Trial:
     delay_s: float                 # after the trigger, how long the harness waited
     steps: str = ""                # the run's --steps
     signal: str = ""               # VM controller trials: SIGKILL or SIGINT
+    moment: str = ""               # with --at: the moment of the run the fault came at
     outage_s: float | None = None  # sshd down / link down for this long (server: sshd, link)
     injected: bool = False         # the trigger came and the fault was injected
     fault_at_s: float | None = None        # since the run started
@@ -75,7 +77,8 @@ class Trial:
 
     @classmethod
     def planned(cls, plan: Plan) -> "Trial":
-        return cls(plan.kind, plan.index, plan.seed, plan.delay_s, steps=plan.steps, signal=plan.signal)
+        return cls(plan.kind, plan.index, plan.seed, plan.delay_s, steps=plan.steps, signal=plan.signal,
+                   moment=plan.moment)
 
     @property
     def landed(self) -> bool:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 from harness import ROOT
+from harness.faults.moments import CHANGE, MOMENTS, START, WRK2_SOURCE, Moment, by_name, forget_wrk2, wait_line
 from harness.faults.probe import Controller, Probe, inject, say
 from harness.faults.report import Column, Layout, Plan, Trial
 from harness.faults.state import ServerState
@@ -59,7 +60,7 @@ SERVER_LAYOUT = Layout(
              Column("restored automatically", "auto"), Column("restored by one `tunepath restore`", "by_restore"),
              Column("hosts left modified", "modified"), Column("signal to exit (median)", "exit_median_s", "s.1"),
              Column("signal to exit (max)", "exit_max_s", "s.1"), Column("time per trial (median)", "median_s", "s")),
-    trial_fields=("kind", "index", "steps", "seed", "delay_s", "outage_s", "fault_at_s", "to_exit_s", "changed_at_fault",
+    trial_fields=("kind", "index", "steps", "moment", "seed", "delay_s", "outage_s", "fault_at_s", "to_exit_s", "changed_at_fault",
                   "last_line", "final_line", "exit_status", "hung", "kernels_left", "differences", "restore_output",
                   "left", "late", "outcome", "duration_s", "note", "landed"),
     summary_fields=("kind", "trials", "landed", "auto", "by_restore", "modified", "median_s", "hung", "exit_median_s",
@@ -89,8 +90,9 @@ class LabServer(Target):
     run_options = ("--no-pin",)
     no_trigger = "the run made no host change before it ended: no fault injected"
 
-    def __init__(self, step_sets: tuple[str, ...] = STEP_SETS, delay_max: float | None = None):
-        self.step_sets, self.delay_max = step_sets, delay_max
+    def __init__(self, step_sets: tuple[str, ...] = STEP_SETS, delay_max: float | None = None,
+                 moments: tuple[Moment, ...] = ()):
+        self.step_sets, self.delay_max, self.moments = step_sets, delay_max, moments
         self.calibrations: dict[str, Calibration] = {}
         self.lab = None
         self.probe: Probe | None = None
@@ -103,13 +105,22 @@ class LabServer(Target):
         parser.add_argument("--delay-max", type=float, default=None,
                             help="the longest wait after the first host change (default: 80 %% of how long the "
                                  "calibration run kept the host changed; given, there is no calibration run)")
+        parser.add_argument("--at", default=None, metavar="MOMENTS",
+                            help="strike at these moments of a run of the NIC-queue step, in turn: all, or of "
+                                 f"{','.join(m.name for m in MOMENTS)} (no calibration run; see docs/faults.md)")
 
     @classmethod
     def from_options(cls, args: argparse.Namespace, parser: argparse.ArgumentParser) -> "LabServer":
         sets = tuple(s.strip() for s in (args.steps or ";".join(STEP_SETS)).split(";") if s.strip())
         if not sets:
             parser.error("--steps is empty")
-        return cls(sets, args.delay_max)
+        try:
+            moments = by_name(args.at) if args.at is not None else ()
+        except ValueError as exc:
+            parser.error(f"--at: {exc}")
+        if moments and (args.steps is not None or args.delay_max is not None):
+            parser.error("--at chooses the steps and the delays itself: leave out --steps and --delay-max")
+        return cls(sets, args.delay_max, moments)
 
     # -- the lab and the server's state ----------------------------------------------------
     def up(self, harness) -> None:
@@ -127,7 +138,7 @@ class LabServer(Target):
                 f"Tomcat {'running' if before.tomcat else 'stopped'}")
 
     def calibrate(self, harness) -> None:
-        if self.delay_max is None:            # given: the trials need no calibration
+        if self.delay_max is None and not self.moments:     # the trials need no calibration
             for steps in dict.fromkeys(self.step_sets):
                 self.calibrate_steps(harness, steps)
 
@@ -161,13 +172,28 @@ class LabServer(Target):
         calibrated window, or ``--delay-max``) and the outage of an sshd or link fault."""
         plans = []
         for index in range(1, config.trials + 1):
-            steps = self.step_sets[(index - 1) % len(self.step_sets)]
-            limit = self.delay_max if self.delay_max is not None else DELAY_SHARE * self.calibrations[steps].window_s
+            moment = self.moments[(index - 1) % len(self.moments)] if self.moments else None
+            steps = moment.steps if moment else self.step_sets[(index - 1) % len(self.step_sets)]
+            limit = (moment.within_s if moment else self.delay_max if self.delay_max is not None
+                     else DELAY_SHARE * self.calibrations[steps].window_s)
             for kind in config.kinds:
                 rng = random.Random(f"{config.seed}-{kind}-{index}")
                 seed, delay = rng.randrange(1 << 30), round(rng.uniform(0, limit), 2)
-                plans.append(Plan(kind, index, seed, delay, steps=steps, outage_s=rng.uniform(*OUTAGE_S)))
+                plans.append(Plan(kind, index, seed, delay, steps=steps, outage_s=rng.uniform(*OUTAGE_S),
+                                  moment=moment.name if moment else ""))
         return plans
+
+    def before_run(self, harness, plan: Plan) -> tuple[str, ...]:
+        """With ``--at``: the same wrk2 for every run (built from the vendored source where it is
+        missing; removed first for the wrk2-build moment) and, for the final build, a site of the
+        harness's own."""
+        if not plan.moment:
+            return ()
+        moment = next(m for m in MOMENTS if m.name == plan.moment)
+        if moment.fresh_wrk2:
+            forget_wrk2(harness.config.prefix)
+        extra = ("--wrk2-source", str(WRK2_SOURCE))
+        return extra + (("--site-dir", str(harness.records / "site")) if moment.build else ())
 
     # -- one trial -------------------------------------------------------------------------
     def wait_for_change(self, ctl: Controller) -> float | None:
@@ -181,7 +207,12 @@ class LabServer(Target):
         return None
 
     def wait_trigger(self, harness, plan: Plan, ctl: Controller) -> float | None:
-        return self.wait_for_change(ctl)
+        moment = next((m for m in MOMENTS if m.name == plan.moment), None)
+        if moment is None or moment.trigger == CHANGE:
+            return self.wait_for_change(ctl)
+        if moment.trigger == START:
+            return time.monotonic()
+        return wait_line(ctl, moment.trigger, CHANGE_WAIT_S)
 
     def inject(self, harness, plan: Plan, trial: Trial, ctl: Controller) -> None:
         trial.changed_at_fault = self.probe.state().differences(self.before)

@@ -52,6 +52,11 @@ class Target(ABC):
     def from_options(cls, args: argparse.Namespace, parser: argparse.ArgumentParser) -> "Target":
         return cls()
 
+    def before_run(self, harness: "Harness", plan: Plan) -> tuple[str, ...]:
+        """Prepare the trial's run; returns the options its ``tunepath run`` takes besides
+        ``trial_options`` (``--site-dir``: the run rebuilds that site instead of ``--no-build``)."""
+        return ()
+
     # -- the lab and the server's state ----------------------------------------------------
     @abstractmethod
     def up(self, harness: "Harness") -> None:

@@ -206,6 +206,19 @@ class RunRecorder:
         self.record = json.loads(path.read_text(encoding="utf-8"))
         return self
 
+    @classmethod
+    def reopen(cls, run_dir: Path, masker: Masker | None = None) -> "RunRecorder":
+        """The run in ``run_dir``, being recorded or recorded, to add a note to (``tunepath restore``
+        after the run ended); it stays where it is."""
+        self = cls.__new__(cls)
+        self.dir = self.final = Path(run_dir)
+        self.runs_dir = self.dir.parent.parent if self.dir.parent.name == INPROGRESS else self.dir.parent
+        self.mask = masker or Masker()
+        self.record = json.loads((self.dir / "run.json").read_text(encoding="utf-8"))
+        if not isinstance(self.record, dict) or not isinstance(self.record.get("run_id"), str):
+            raise TunepathError(f"{self.dir / 'run.json'} is no run record")
+        return self
+
     @property
     def run_id(self) -> str:
         return self.record["run_id"]

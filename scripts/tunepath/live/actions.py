@@ -6,6 +6,7 @@ Each records what it did into the run (ran, skipped with the reason, dry-run) an
 
 from __future__ import annotations
 
+import json
 import re
 from contextlib import contextmanager
 from dataclasses import replace
@@ -19,7 +20,7 @@ from tunepath.live.hoststate import GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, 
 from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
 from tunepath.live.restore import release_hugepages as release_pool, restore
 from tunepath.live.httpd import Httpd
-from tunepath.live.session import Session, expand_home, progress
+from tunepath.live.session import Session, expand_home, progress, side_file, write_private
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
 from tunepath.model.shell import quote
 
@@ -28,6 +29,7 @@ __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "
            "release_hugepages", "large_pages_evidence"]
 
 T = TypeVar("T")
+QUICK_STOP_S = 0.5     # after a Ctrl-C, Tomcat's graceful stop this long at most (it keeps nothing the run needs)
 
 
 @contextmanager
@@ -38,13 +40,17 @@ def step_guard(session: Session, step: str):
     except BaseException as exc:
         progress(f"{step}: {type(exc).__name__}: restoring the server")
         done: list[str] = []
+        interrupted = isinstance(exc, KeyboardInterrupt)
         try:
-            cleanup(session.server, session.tomcat, session.clients, session.run_id)
+            cleanup(session.server, session.tomcat, session.clients, session.run_id, quick=interrupted)
             done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
             if session.options.apply:
                 for line in restore(session.server):
                     progress(f"{step}: restored {line}")
                     done.append(line)
+            if interrupted:          # the runner need not do it again: it ends the run within seconds
+                write_private(side_file(session.recorder.runs_dir, session.run_id, ".put-back.json"),
+                              json.dumps({"step": step}))
         except Exception as inner:   # keep the original error; the runner cleans up again
             progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
             done.append(f"incomplete ({inner}); the end of the run tried again")
@@ -99,13 +105,15 @@ def load_pidfile(client: Host, run_id: str, index: int = 0) -> str:
     return f"{expand_home(client, '~')}/.tunepath/load-{run_id}{f'-{index}' if index else ''}.pid"
 
 
-def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str) -> None:
+def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str, quick: bool = False) -> None:
     """Stop load generators and Tomcat, and put the configuration back. Safe to call twice;
-    every part is tried even when another fails."""
+    every part is tried even when another fails. ``quick`` (after a Ctrl-C): Tomcat gets
+    :data:`QUICK_STOP_S` to stop before it is killed, not its usual 30 s."""
     problems = []
     httpd = Httpd(server, expand_home(server, "~/.tunepath/httpd"))
+    stop = (lambda: tomcat.stop(timeout=QUICK_STOP_S)) if quick else tomcat.stop
     for action in [*(lambda c=c, i=i: c.kill_group(load_pidfile(c, run_id, i)) for i, c in enumerate(clients)),
-                   httpd.stop, httpd.shred_conf, tomcat.stop, tomcat.restore_config]:
+                   httpd.stop, httpd.shred_conf, stop, tomcat.restore_config]:
         try:
             action()
         except TunepathError as exc:

@@ -30,7 +30,7 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.inventory import HostSpec, Inventory, load_inventory, local_inventory
 from tunepath.live.knownhosts import HostKeyCheck, HostKeyError
-from tunepath.live.sshlink import CONNECT_TIMEOUT, keep_alive, lost, ssh_failure
+from tunepath.live.sshlink import CONNECT_TIMEOUT, keep_alive, lost, marked, ssh_failure, unmarked, wait_interruptibly
 
 __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory", "Host", "LocalHost", "SSHHost",
            "CommandResult", "CommandFailed", "HostKeyError", "connect", "connect_all", "open_hosts",
@@ -274,12 +274,16 @@ class SSHHost(Host):
         # (one simple command, so the login shell execs it: the command's parent stays sshd)
         remote = (f'env PATH="$PATH:/usr/sbin:/sbin" timeout --kill-after={KILL_GRACE}s {limit}s '
                   f"bash -c {shlex.quote(command)}")
+        before = ""
         if pidfile:   # timeout makes itself a process-group leader; exec (and env's) keep this shell's pid
             from tunepath.model.shell import quote
-            remote = f"echo $$ > {quote(pidfile, 'pid file')}; exec {remote}"
+            before = f"echo $$ > {quote(pidfile, 'pid file')}; "
         start = time.monotonic()
         try:
-            res = self.conn.run(remote, hide=True, warn=True, in_stream=False, timeout=limit + KILL_GRACE + 10)
+            promise = self.conn.run(marked(remote, before), hide=True, warn=True, in_stream=False,
+                                    timeout=limit + KILL_GRACE + 10, asynchronous=True)
+            wait_interruptibly(promise.runner, self._end_group)    # a Ctrl-C ends the command on the host at once
+            res = promise.join()
         except Exception as exc:   # invoke's CommandTimedOut and transport errors
             name = type(exc).__name__
             if name == "CommandTimedOut":
@@ -290,8 +294,11 @@ class SSHHost(Host):
         if not self.conn.is_connected:      # the link died under the command (no answer for LOST_S)
             raise lost(self.name, display)
         timed_out = res.exited in (124, 137) and time.monotonic() - start >= limit
-        return CommandResult(self.name, display, res.stdout, res.stderr, res.exited, time.monotonic() - start,
-                             timeout, timed_out)
+        return CommandResult(self.name, display, res.stdout, unmarked(res.stderr), res.exited,
+                             time.monotonic() - start, timeout, timed_out)
+
+    def _end_group(self, pid: int) -> None:
+        self.conn.run(f"kill -TERM -- -{int(pid)}", hide=True, warn=True, in_stream=False, timeout=10)
 
     def _absolute(self, remote: str) -> str:
         """``~/x`` as the path the host's commands mean (``$HOME``): SFTP starts in the passwd home."""

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from tunepath.errors import TunepathError
 
-__all__ = ["put_back", "restore_host", "RECONNECT_S"]
+__all__ = ["put_back", "restore_host", "restore_server", "RECONNECT_S"]
 
 RECONNECT_S = 60        # how long putting the server back keeps trying to reach it
 # a remote command's wrapper (live/hosts.SSHHost) whose parent is no sshd lost its session: a dead run's
@@ -66,16 +66,24 @@ def _end_strays(server) -> list[str]:
     return [f"{n} command(s) left running by the run ended"] if n else []
 
 
-def put_back(options, run_id: str, failed: bool = True) -> list[str]:
+def put_back(options, run_id: str, failed: bool = True, settled: bool = False) -> list[str]:
     """Stop what the run started (after a failure, first what its dead step left running) and
     restore the server (with ``allow_reboot``, its kernel parameters too: a reboot); if a host drops
     out on the way, reconnect and start over, for up to ``RECONNECT_S`` seconds. Returns what the
-    restore did."""
+    restore did. ``settled``: the interrupted step's guard put the server back in full, so only
+    what its dead step left running and the run's lock remain (a Ctrl-C ends the run in seconds)."""
     from tunepath.live.actions import cleanup
     from tunepath.live.hosts import HostKeyError
     from tunepath.live.session import expand_home, progress
     from tunepath.live.tomcat import Tomcat
 
+    if settled and not options.allow_reboot:
+        try:
+            return _settle(options, run_id)
+        except HostKeyError:
+            raise
+        except TunepathError as exc:
+            progress(f"ending the run on the server failed ({exc}); putting it back in full")
     deadline = time.monotonic() + RECONNECT_S
     while True:
         try:
@@ -94,6 +102,22 @@ def put_back(options, run_id: str, failed: bool = True) -> list[str]:
                 raise
             progress(f"putting the server back was cut off ({exc}); starting over")
             time.sleep(2)
+
+
+def _settle(options, run_id: str) -> list[str]:
+    """After a step's guard put the server back: commands its dead step left running ended, the
+    run's lock released; the clients are not contacted (the guard stopped their load)."""
+    from tunepath.live.hosts import connect, load_inventory
+    from tunepath.live.hoststate import release_lock
+
+    inventory = load_inventory(options.hosts_file)
+    server = connect(inventory.server, inventory, options.trust_new_hosts)
+    try:
+        lines = _end_strays(server)
+        release_lock(server, run_id)
+        return lines
+    finally:
+        server.close()
 
 
 def _original_state(server, options, restore_state: bool, reboot: bool, run_id: str | None) -> list[str]:
@@ -133,7 +157,13 @@ def _stop_load(clients) -> list[str]:
 def restore_host(options, force: bool = False, reboot: bool = False) -> list[str]:
     """``tunepath restore``: commands a dead run left running ended, load generators, httpd and
     Tomcat stopped, server.xml and setenv.sh restored, the saved original state back (``reboot``:
-    the kernel's parameters too, by a reboot), the lock removed."""
+    the kernel's parameters too, by a reboot), the lock removed. Returns what was done."""
+    return restore_server(options, force, reboot)[0]
+
+
+def restore_server(options, force: bool = False, reboot: bool = False) -> tuple[list[str], str | None]:
+    """:func:`restore_host`; also returns the id of the run whose lock it removed (None: no lock,
+    or one that names no run)."""
     from tunepath.live.hoststate import LOCK_DIR, read_lock
     from tunepath.live.httpd import Httpd
     from tunepath.live.session import expand_home, validate
@@ -163,4 +193,5 @@ def restore_host(options, force: bool = False, reboot: bool = False) -> list[str
         done += _original_state(server, options, True, reboot, None)
         if held is not None:
             done.append("the lock of the dead run removed")
-        return done
+    run_id = (held or {}).get("run_id")
+    return done, run_id if isinstance(run_id, str) else None

@@ -22,10 +22,11 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.live.putback import RECONNECT_S, put_back
+from tunepath.live.putback import RECONNECT_S, put_back, restore_server
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
 from tunepath.steps import REGISTRY
@@ -210,17 +211,50 @@ def _resume(runs_dir: Path, run_id: str, options):
     return RunRecorder.resume(runs_dir, run_id, masker=masker_for(inventory, options, runs_dir, run_id))
 
 
-def note_restore(recorder, lines: list[str], when: str) -> None:
-    """Print and note in the run what putting the server back did, on the pages of the steps that
-    changed the host (e.g. "eth0: 4 queues again" beside the queue counts the NIC step changed)."""
+def note_restore(recorder, lines: list[str], when: str, echo: bool = True) -> None:
+    """Print (``echo``) and note in the run what putting the server back did, on the pages of the
+    steps that changed the host (e.g. "eth0: 4 queues again" beside the queue counts the NIC step
+    changed)."""
     from tunepath.live.session import progress
 
-    for line in lines:
+    for line in lines if echo else ():
         progress(f"restored {line}")
     ran = {(b.get("step"), b.get("block")) for b in recorder.record.get("blocks", []) if b.get("outcome") == "ran"}
     steps = [s.name for s in REGISTRY.steps if any((s.name, b) in ran for b in
              {b for needs in s.disruptive_needs.values() for b in needs} | set(s.optional_blocks))]
     recorder.note_put_back(lines, when, steps)
+
+
+def note_in_dead_run(runs_dir: Path, run_id: str, options, lines: list[str]) -> str:
+    """``tunepath restore``'s lines noted in the run whose lock it removed: its partial record in
+    ``runs/.inprogress`` (a run that died) or its recorded one (a run whose own clean-up was
+    incomplete). Host names are masked, as a masked run's are. Returns where it was noted, or
+    why not (a run recorded elsewhere, or an unreadable record)."""
+    from tunepath.evidence.recorder import INPROGRESS, RunRecorder
+    from tunepath.live.hosts import load_inventory
+    from tunepath.live.session import masker_for
+
+    if not lines:
+        return ""
+    runs_dir = Path(runs_dir)
+    found = next((d for d in (runs_dir / INPROGRESS / run_id, runs_dir / run_id) if (d / "run.json").is_file()), None)
+    if found is None:
+        return f"run {run_id} is not in {runs_dir} (give its --runs-dir to note this restore in it)"
+    try:
+        masker = masker_for(load_inventory(options.hosts_file), replace(options, mask_hosts=True))
+        recorder = RunRecorder.reopen(found, masker)
+        note_restore(recorder, lines, "When `tunepath restore` ran after the run had ended", echo=False)
+    except (OSError, ValueError, KeyError, TunepathError) as exc:
+        return f"noting this restore in run {run_id} failed ({exc})"
+    return f"noted in run {run_id} ({found})"
+
+
+def restore_and_note(options, force: bool = False, reboot: bool = False, runs_dir: Path | None = None) -> list[str]:
+    """``tunepath restore`` (:func:`~tunepath.live.putback.restore_host`), and what it did noted in the
+    run that held the lock, where ``runs_dir`` holds it (the last line says where, or why not)."""
+    done, run_id = restore_server(options, force=force, reboot=reboot)
+    where = note_in_dead_run(runs_dir, run_id, options, done) if runs_dir and run_id else ""
+    return done + ([where] if where else [])
 
 
 def _kernels() -> list[int]:
@@ -258,13 +292,14 @@ def end_kernels(grace: float = 5.0) -> None:
 
 def abort_run(runs_dir: Path, run_id: str, options, reason: str, step: str | None = None) -> Path:
     """End what a failed or interrupted run started, restore, record it as failed (in ``step``)."""
-    from tunepath.live.session import progress
+    from tunepath.live.session import progress, side_file
 
     progress(f"run {run_id}: {reason}; cleaning up")
     end_kernels()
+    settled = side_file(runs_dir, run_id, ".put-back.json").is_file()     # the step's guard did it all
     recorder = _resume(runs_dir, run_id, options)
     try:
-        note_restore(recorder, put_back(options, run_id), "When the run stopped")
+        note_restore(recorder, put_back(options, run_id, settled=settled), "When the run stopped")
     except TunepathError as exc:
         recorder.warn(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")
         progress(f"clean-up after the failure was incomplete: {exc}; run `tunepath restore --force`")

@@ -48,7 +48,8 @@ __all__ = ["LiveOptions", "validate", "Session", "open_session", "live_context",
            "masker_for", "mask_names_file", "server_address", "context_file", "save_context",
            "load_context", "load_options", "side_file", "write_private", "SIDE_FILES"]
 
-SIDE_FILES = (".options.json", ".mask.json", ".context.json", ".kernel-stderr.log")   # <run id><suffix>
+SIDE_FILES = (".options.json", ".mask.json", ".context.json", ".kernel-stderr.log",   # <run id><suffix>
+              ".put-back.json")      # an interrupted step's guard put the server back in full (live/actions)
 
 
 def progress(message: str) -> None:

@@ -9,6 +9,10 @@ resending into silence for many minutes. So every SSH connection asks its host f
 relay in between (a port forward, a jump host) answers for TCP, so only an answer from sshd counts;
 its socket also gives up on unacknowledged data after LOST_S (Linux's ``TCP_USER_TIMEOUT``). The
 command in progress then ends with :func:`lost`: the run puts the host back once it answers again.
+
+A Ctrl-C while a command runs ends that command on its host at once (:func:`wait_interruptibly`):
+without a terminal, Fabric would wait for the command's end (a measurement's whole duration) before
+the step's clean-up could start, and the command would go on after it.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ import time
 from tunepath.errors import TunepathError
 from tunepath.live.knownhosts import HostKeyError, RevokedHostKey, UnknownHostKey, describe
 
-__all__ = ["ssh_failure", "keep_alive", "lost", "KEEPALIVE_S", "LOST_S", "CONNECT_TIMEOUT"]
+__all__ = ["ssh_failure", "keep_alive", "lost", "marked", "unmarked", "wait_interruptibly", "KEEPALIVE_S", "LOST_S", "CONNECT_TIMEOUT"]
 
 CONNECT_TIMEOUT = 15           # seconds, for an SSH connection
 KEEPALIVE_S = 5                # a request that wants an answer this often, so that a silent link is noticed
 LOST_S = 20                    # unacknowledged this long, the host is lost
+STOP_WAIT_S = 2.0              # after a Ctrl-C, how long a command may take to end on its host
 
 
 def keep_alive(transport) -> None:
@@ -63,6 +68,46 @@ def _ask(transport) -> None:
         transport.global_request("keepalive@openssh.com", wait=True)    # sshd refuses it: a reply all the same
     except Exception:                    # the transport closed meanwhile: the loop sees it
         pass
+
+
+PID_MARK = "tunepath-pid:"        # the first line a command prints on stderr: the pid of its process group
+
+
+def marked(remote: str, before: str = "") -> str:
+    """``remote`` (one simple command) preceded by a line on stderr that names its process group
+    (``timeout``, which wraps every command, leads one of its own with the shell's pid, which
+    ``exec`` keeps), and by ``before`` (commands ending in ``;``)."""
+    return f"echo {PID_MARK}$$ >&2; {before}exec {remote}"
+
+
+def unmarked(stderr: str) -> str:
+    """A command's stderr without the line :func:`marked` added."""
+    if stderr.startswith(PID_MARK):
+        return stderr.split("\n", 1)[1] if "\n" in stderr else ""
+    return stderr
+
+
+def wait_interruptibly(runner, end_group) -> None:
+    """Wait until the command of ``runner`` (a Fabric runner started asynchronously, its command
+    :func:`marked`) has ended on its host. A Ctrl-C meanwhile ends the command's process group on
+    the host (``end_group(pid)``, over a channel of its own: sshd's own "signal" request is refused
+    for root logins), waits up to STOP_WAIT_S for the command to end, closes the channel and raises
+    the KeyboardInterrupt: the step's clean-up starts within seconds, and the command does not land
+    after it."""
+    channel = runner.channel
+    try:
+        while not (channel.exit_status_ready() or channel.closed):
+            channel.status_event.wait(0.2)
+    except KeyboardInterrupt:
+        try:
+            first = "".join(runner.stderr).split("\n", 1)[0]
+            pid = first[len(PID_MARK):].strip() if first.startswith(PID_MARK) else ""
+            if pid.isdigit():
+                end_group(int(pid))
+                channel.status_event.wait(STOP_WAIT_S)
+        finally:
+            runner.stop()              # the timer cancelled, the channel closed
+        raise
 
 
 def lost(name: str, display: str) -> TunepathError:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.publish.interrupt import INTERRUPT_GRACE_S, Kernels, interruptible
 from tunepath.project import project_dir
 from tunepath.settings import LIVE, NOTEBOOK, literal
 
@@ -208,7 +209,7 @@ def relative(path: Path, base: Path) -> str:
 
 
 def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict | None = None,
-                         preloaded=None, started: list[int] | None = None):
+                         preloaded=None, started: Kernels | None = None):
     """A kernel manager whose kernel writes its stderr to ``log_path``, not the terminal.
 
     ipykernel 7 warns on every start that its TCP transport is unencrypted (the kernel
@@ -217,8 +218,9 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
     process's directory, which notebooks executing side by side in threads must not do),
     with ``env`` added to this process's environment. With ``preloaded`` (a
     :class:`tunepath.publish.kernels.Preloaded`) the kernel is forked from the build's
-    preloading process where it can be. The pid of each kernel it starts is appended to
-    ``started`` (:func:`execute` interrupts it on a Ctrl-C).
+    preloading process where it can be. The pid of each kernel it starts is added to
+    ``started`` (:func:`execute` interrupts it on a Ctrl-C; once interrupted, a kernel is shut down
+    at once, not gracefully).
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -234,6 +236,11 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
                 kw.setdefault("stderr", log)
                 return await super().start_kernel(**kw)
 
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False):
+            # after a Ctrl-C the kernel's cell has ended (its step put the server back): no
+            # graceful half second to wait for
+            return await super().shutdown_kernel(now=now or bool(started and started.interrupted), restart=restart)
+
         async def _async_launch_kernel(self, kernel_cmd, **kw):   # jupyter_client's hook for this
             forked = preloaded.fork(kernel_cmd, kw, log_path) if preloaded is not None else None
             if forked is None:
@@ -244,7 +251,7 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
                 provisioner.cwd = kw.get("cwd")
                 self._reconcile_connection_info(provisioner.connection_info)
             if started is not None and getattr(self.provisioner, "pid", None):
-                started.append(self.provisioner.pid)
+                started.pids.append(self.provisioner.pid)
 
     return QuietKernelManager
 
@@ -293,67 +300,13 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     call = functools.partial(_execute, source, output, params, log_path=log_path, what=what, echo=echo, env=env,
                              save_cells=save_cells, preloaded=preloaded)
     if Path(source).is_file() and threading.current_thread() is threading.main_thread():
-        kernels: list[int] = []
-        return _interruptible(functools.partial(call, started=kernels), kernels, what)
+        kernels = Kernels()
+        return interruptible(functools.partial(call, started=kernels), kernels, what)
     return call()
 
 
-INTERRUPT_GRACE_S = 60.0   # how long a Ctrl-C waits for the interrupted kernel's cell to end
-
-
-def _interruptible(run, kernels: list[int], what: str):
-    """``run()`` in a worker thread; a Ctrl-C in the main thread interrupts ``kernels``."""
-    import signal
-    import time
-
-    box: dict = {}
-    done = threading.Event()     # not Thread.join: a join that a Ctrl-C interrupts can leave is_alive() False
-
-    def work() -> None:
-        try:
-            box["result"] = run()
-        except BaseException as exc:      # handed to the main thread as it was raised
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name=f"papermill {what}", daemon=True).start()
-    try:
-        while not done.wait(0.1):
-            pass
-    except KeyboardInterrupt:
-        signalled: set[int] = set()
-
-        def interrupt() -> None:      # a kernel that starts after the Ctrl-C is interrupted too
-            for pid in set(kernels) - signalled:
-                signalled.add(pid)
-                try:
-                    os.kill(pid, signal.SIGINT)
-                except ProcessLookupError:
-                    pass
-
-        deadline, presses = time.monotonic() + INTERRUPT_GRACE_S, 1
-        print(f"interrupt: {what} stops and puts back what it changed (at most {INTERRUPT_GRACE_S:.0f} s)",
-              file=sys.stderr, flush=True)
-        while not done.is_set() and time.monotonic() < deadline:
-            interrupt()
-            try:
-                done.wait(0.1)
-            except KeyboardInterrupt:
-                presses += 1
-                if presses >= 3:
-                    break
-                print(f"interrupt: {what} is still putting back what it changed (at most "
-                      f"{max(0.0, deadline - time.monotonic()):.0f} s more; Ctrl-C once more stops waiting)",
-                      file=sys.stderr, flush=True)
-        raise KeyboardInterrupt from None
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
 def _execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool,
-             env: dict | None, save_cells: bool, preloaded, started: list[int] | None = None) -> Path:
+             env: dict | None, save_cells: bool, preloaded, started: Kernels | None = None) -> Path:
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError

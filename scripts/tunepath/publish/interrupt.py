@@ -1,0 +1,80 @@
+"""A notebook's execution that a Ctrl-C interrupts within seconds.
+
+Jupyter starts each kernel in a session of its own, so a Ctrl-C in the terminal reaches only this
+process; and nbclient, executing in the main thread, would take the SIGINT for itself and only ask
+the busy kernel to shut down. :func:`interruptible` runs the execution in a worker thread: the main
+thread takes the Ctrl-C, passes it to the kernels (:class:`Kernels`), waits for their cells to end
+(a live step's guard puts the server back) and raises it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["Kernels", "interruptible", "INTERRUPT_GRACE_S"]
+
+
+@dataclass
+class Kernels:
+    """The kernels one notebook's execution started, and whether a Ctrl-C interrupted them."""
+
+    pids: list[int] = field(default_factory=list)
+    interrupted: bool = False
+
+
+INTERRUPT_GRACE_S = 60.0   # how long a Ctrl-C waits for the interrupted kernel's cell to end
+
+
+def interruptible(run, kernels: Kernels, what: str):
+    """``run()`` in a worker thread; a Ctrl-C in the main thread interrupts ``kernels``."""
+    box: dict = {}
+    done = threading.Event()     # not Thread.join: a join that a Ctrl-C interrupts can leave is_alive() False
+
+    def work() -> None:
+        try:
+            box["result"] = run()
+        except BaseException as exc:      # handed to the main thread as it was raised
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name=f"papermill {what}", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        signalled: set[int] = set()
+
+        kernels.interrupted = True
+
+        def interrupt() -> None:      # a kernel that starts after the Ctrl-C is interrupted too
+            for pid in set(kernels.pids) - signalled:
+                signalled.add(pid)
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+        deadline, presses = time.monotonic() + INTERRUPT_GRACE_S, 1
+        print(f"interrupt: {what} stops and puts back what it changed (at most {INTERRUPT_GRACE_S:.0f} s)",
+              file=sys.stderr, flush=True)
+        while not done.is_set() and time.monotonic() < deadline:
+            interrupt()
+            try:
+                done.wait(0.1)
+            except KeyboardInterrupt:
+                presses += 1
+                if presses >= 3:
+                    break
+                print(f"interrupt: {what} is still putting back what it changed (at most "
+                      f"{max(0.0, deadline - time.monotonic()):.0f} s more; Ctrl-C once more stops waiting)",
+                      file=sys.stderr, flush=True)
+        raise KeyboardInterrupt from None
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
