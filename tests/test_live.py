@@ -224,6 +224,32 @@ def test_ctrl_c_ends_the_remote_command_at_once_on_its_host(sshd, tmp_path):
     assert not landed.exists()
 
 
+def test_two_runs_side_by_side_on_one_machine_both_complete(tmp_path):
+    """Issue 30, item 3: two smoke runs at once on this machine, each with its own account home
+    (its own lock) and HTTP port, in one runs directory: their Tomcats take ports of their own
+    (HTTP, shutdown, AJP), their records never mix (two runs that start in the same second get two
+    ids), and both complete."""
+    _need_parts()
+    runs, procs = tmp_path / "runs", []
+    for name in ("a", "b"):
+        home = tmp_path / name
+        home.mkdir()
+        procs.append(subprocess.Popen(
+            [str(ROOT / ".venv" / "bin" / "tunepath"), "run", "--steps", "setup,baseline", "--profile", "smoke",
+             "--tomcat-home", str(home / "apache-tomcat-11.0.10"), "--tomcat-tarball", str(TARBALL),
+             "--http-port", str(free_port()), "--runs-dir", str(runs), "--no-build"],
+            env={**os.environ, "HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    recorded = sorted(d for d in runs.iterdir() if d.is_dir() and not d.name.startswith("."))
+    assert len(recorded) == 2
+    records = [json.loads((d / "run.json").read_text()) for d in recorded]
+    assert [r["status"] for r in records] == ["complete", "complete"]
+    ports = [(r["context"]["port"], r["context"]["shutdown_port"], r["context"]["ajp_port"]) for r in records]
+    assert len(set(ports[0]) | set(ports[1])) == 6, ports      # six distinct ports: nothing shared
+    assert all(r["measurements"] for r in records)
+
+
 def test_sigint_during_measurement_restores_and_keeps_published_data(tmp_path):
     _need_parts()
     home = tmp_path / "tc" / "apache-tomcat-11.0.10"

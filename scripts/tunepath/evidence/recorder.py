@@ -26,7 +26,7 @@ from tunepath.evidence.store import RUN_ID, RunStore
 from tunepath.model.shell import quote
 from tunepath.parse.record import json_safe
 
-__all__ = ["RunRecorder", "new_run_id", "INPROGRESS", "Masker", "path_roles", "rewrite_run", "mask_file"]
+__all__ = ["RunRecorder", "new_run_id", "claim_run_id", "INPROGRESS", "Masker", "path_roles", "rewrite_run", "mask_file"]
 
 INPROGRESS = ".inprogress"
 
@@ -35,6 +35,25 @@ def new_run_id(server_name: str, now: dt.datetime | None = None) -> str:
     now = now or dt.datetime.now(dt.timezone.utc)
     slug = re.sub(r"[^a-z0-9-]+", "-", server_name.lower()).strip("-")[:30] or "host"
     return f"live-{now:%Y%m%d-%H%M%S}-{slug}"
+
+
+def claim_run_id(runs_dir: Path, server_name: str, now: dt.datetime | None = None) -> str:
+    """A new run id, its directory in ``runs/.inprogress`` created by this call alone: two runs
+    that start in the same second on servers of the same name (two runs on one machine) get
+    ``…-vm`` and ``…-vm-2``, never one record."""
+    base = new_run_id(server_name, now)
+    inprogress = Path(runs_dir) / INPROGRESS
+    inprogress.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        run_id = base if n == 1 else f"{base}-{n}"
+        if (Path(runs_dir) / run_id).exists():
+            continue
+        try:
+            (inprogress / run_id).mkdir()
+        except FileExistsError:
+            continue
+        return run_id
+    raise TunepathError(f"no free run id like {base!r} in {runs_dir}")
 
 
 class Masker:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.evidence.recorder import INPROGRESS, RunRecorder, new_run_id
+from tunepath.evidence.recorder import INPROGRESS, RunRecorder, claim_run_id
 from tunepath.live.facts import gather_facts
 from tunepath.live.hosts import Host, Inventory, load_inventory, open_hosts
 from tunepath.live.hoststate import acquire_lock, release_lock
@@ -69,10 +69,13 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
         found = gather(server, clients[0], options)
         found.homes = sorted({h.run("echo $HOME", timeout=15).stdout.strip() for h in [server, *clients]})
         server_name = "server" if options.mask_hosts else found.server_name
-        run_id = new_run_id(server_name)
-        acquire_lock(server, run_id, hosts_file=options.hosts_file)
+        run_id = claim_run_id(runs_dir, server_name)
         try:
-            runs_dir.mkdir(parents=True, exist_ok=True)
+            acquire_lock(server, run_id, hosts_file=options.hosts_file)
+        except BaseException:
+            (runs_dir / INPROGRESS / run_id).rmdir()     # claimed, still empty: nothing recorded
+            raise
+        try:
             save_options(runs_dir, run_id, options)       # first: it names the process that owns the run
             names = {}
             if options.mask_hosts:
@@ -93,6 +96,10 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
         except BaseException:
             release_lock(server, run_id)
             forget_side_files(runs_dir, run_id)
+            try:
+                (runs_dir / INPROGRESS / run_id).rmdir()     # claimed but nothing recorded yet
+            except OSError:
+                pass
             raise
         return recorder, inventory
 
