@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tunepath.errors import TunepathError
-from tunepath.live.runner import HeldInterrupts
+from tunepath.live.held import HeldInterrupts
 from tunepath.publish.interrupt import Kernels, interruptible
 
 pytestmark = pytest.mark.fast
@@ -110,7 +110,7 @@ def test_a_kernel_started_after_the_ctrl_c_is_interrupted_too(tmp_path):
 
 
 def test_ctrl_c_during_the_restore_is_held_and_says_so(capsys):
-    held = HeldInterrupts()
+    held = HeldInterrupts(90)
     held.hold()
     try:
         os.kill(os.getpid(), signal.SIGINT)        # held: the restore goes on
@@ -124,7 +124,56 @@ def test_ctrl_c_during_the_restore_is_held_and_says_so(capsys):
     finally:
         held.release(raise_pending=False)
     with pytest.raises(KeyboardInterrupt):        # the held Ctrl-C is raised once the restore is done
-        held2 = HeldInterrupts()
+        held2 = HeldInterrupts(90)
         held2.hold()
         os.kill(os.getpid(), signal.SIGINT)
         held2.release()
+
+
+def test_a_step_guard_finishes_its_restore_through_a_second_ctrl_c(monkeypatch, tmp_path, capsys):
+    """JupyterLab's stop button pressed again while the step puts the server back: the restore goes
+    on (and says so), and the step ends interrupted."""
+    from types import SimpleNamespace
+
+    from tunepath.live import actions
+
+    restored = []
+
+    def cleanup(*args, quick=False):
+        os.kill(os.getpid(), signal.SIGINT)          # the second press, mid-restore
+        restored.append("cleanup")
+
+    monkeypatch.setattr(actions, "cleanup", cleanup)
+    monkeypatch.setattr(actions, "restore", lambda server: restored.append("restore") or ["eth0: 4 queues again"])
+    session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
+                              recorder=SimpleNamespace(runs_dir=tmp_path, fail=lambda *a, **kw: None,
+                                                       note_put_back=lambda *a: None))
+    with pytest.raises(KeyboardInterrupt):
+        with actions.step_guard(session, "nic-queues"):
+            raise KeyboardInterrupt
+    assert restored == ["cleanup", "restore"]
+    said = capsys.readouterr()
+    assert "the server is being put back; step nic-queues stops once that is done" in said.out + said.err
+
+
+def test_a_kernel_idle_between_cells_gets_the_ctrl_c_when_its_next_cell_runs(tmp_path):
+    """An IPython kernel ignores SIGINT while no cell executes: a Ctrl-C sent then would be lost
+    and the step would run to its end. It is sent once the kernel takes SIGINT again."""
+    out = tmp_path / "idle.out"
+    code = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            f"open({str(out)!r} + '.ready', 'w').close(); time.sleep(1.5); "      # idle: between two cells
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "try:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n"
+            f"    open({str(out)!r}, 'w').write('interrupted in the next cell'); sys.exit(1)")
+    kernels = Kernels()
+
+    def run():
+        kernel = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+        kernels.pids.append(kernel.pid)
+        kernel.wait()
+
+    _sigint_when(str(out) + ".ready")
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        interruptible(run, kernels, "step 'x'")
+    assert out.read_text() == "interrupted in the next cell" and time.monotonic() - t0 < 15

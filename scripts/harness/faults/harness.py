@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ROOT
-from harness.faults.probe import SIGINTS, Controller, machine_state, put_machine_back, say
+from harness.faults.probe import NOTICED, SIGINTS, Controller, machine_state, put_machine_back, say
 from harness.faults.report import Plan, Trial, duration, load_trials, write_results
 from harness.faults.target import Target
 from tunepath.errors import TunepathError
@@ -140,6 +140,8 @@ class Harness:
         t.exit_status, t.hung = ctl.finish(self.target.run_limit_s)
         if trigger is not None and t.injected and plan.kind in SIGINTS:
             t.to_exit_s = round(time.monotonic() - fault, 2)
+        elif trigger is not None and t.injected:     # a server lost: how long until the run gave it up
+            t.noticed_s = ctl.first_after(fault, NOTICED)
         t.kernels_left = ctl.end_kernels()
         t.final_line = ctl.last_line()
         self.controller = None

@@ -205,6 +205,7 @@ class Controller:
         self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      errors="replace", start_new_session=True)
         self.lines: list[str] = []
+        self.times: list[float] = []          # when each line came (time.monotonic())
         self.kernels: set[int] = set()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -212,7 +213,15 @@ class Controller:
     def _read(self) -> None:
         for line in self.proc.stdout:
             if line.strip():
+                self.times.append(time.monotonic())
                 self.lines.append(line.rstrip())
+
+    def first_after(self, since: float, pattern: re.Pattern) -> float | None:
+        """Seconds from ``since`` to the first line after it that matches ``pattern``; None: none did."""
+        for at, line in zip(list(self.times), list(self.lines)):
+            if at >= since and pattern.search(line):
+                return round(at - since, 1)
+        return None
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -274,6 +283,11 @@ class Controller:
 
 
 SIGINTS = ("sigint", "sigint-pgrp", "sigint-runner")   # sigint is sigint-pgrp's older name
+
+
+# the run's first line once it has given the server up: a step's guard taking over after a command
+# failed (the host lost: no answer for live/sshlink.LOST_S), or the clean-up trying to reach it again
+NOTICED = re.compile(r": (TunepathError|CommandFailed): restoring the server|lost the host|do not answer|was cut off")
 
 
 def inject(kind: str, lab, ctl: Controller, outage: float) -> float | None:

@@ -51,6 +51,7 @@ class Trial:
     signal: str = ""               # VM controller trials: SIGKILL or SIGINT
     moment: str = ""               # with --at: the moment of the run the fault came at
     outage_s: float | None = None  # sshd down / link down for this long (server: sshd, link)
+    noticed_s: float | None = None         # server lost (sshd, link, a power cut): from the fault until the run gave it up
     injected: bool = False         # the trigger came and the fault was injected
     fault_at_s: float | None = None        # since the run started
     to_exit_s: float | None = None         # a SIGINT's trial: from the signal until the run had exited

@@ -60,7 +60,7 @@ SERVER_LAYOUT = Layout(
              Column("restored automatically", "auto"), Column("restored by one `tunepath restore`", "by_restore"),
              Column("hosts left modified", "modified"), Column("signal to exit (median)", "exit_median_s", "s.1"),
              Column("signal to exit (max)", "exit_max_s", "s.1"), Column("time per trial (median)", "median_s", "s")),
-    trial_fields=("kind", "index", "steps", "moment", "seed", "delay_s", "outage_s", "fault_at_s", "to_exit_s", "changed_at_fault",
+    trial_fields=("kind", "index", "steps", "moment", "seed", "delay_s", "outage_s", "noticed_s", "fault_at_s", "to_exit_s", "changed_at_fault",
                   "last_line", "final_line", "exit_status", "hung", "kernels_left", "differences", "restore_output",
                   "left", "late", "outcome", "duration_s", "note", "landed"),
     summary_fields=("kind", "trials", "landed", "auto", "by_restore", "modified", "median_s", "hung", "exit_median_s",
@@ -91,8 +91,8 @@ class LabServer(Target):
     no_trigger = "the run made no host change before it ended: no fault injected"
 
     def __init__(self, step_sets: tuple[str, ...] = STEP_SETS, delay_max: float | None = None,
-                 moments: tuple[Moment, ...] = ()):
-        self.step_sets, self.delay_max, self.moments = step_sets, delay_max, moments
+                 moments: tuple[Moment, ...] = (), outage: tuple[float, float] = OUTAGE_S):
+        self.step_sets, self.delay_max, self.moments, self.outage = step_sets, delay_max, moments, outage
         self.calibrations: dict[str, Calibration] = {}
         self.lab = None
         self.probe: Probe | None = None
@@ -105,6 +105,9 @@ class LabServer(Target):
         parser.add_argument("--delay-max", type=float, default=None,
                             help="the longest wait after the first host change (default: 80 %% of how long the "
                                  "calibration run kept the host changed; given, there is no calibration run)")
+        parser.add_argument("--outage", default=None, metavar="LOW,HIGH",
+                            help=f"how long an sshd or link fault lasts, in seconds, drawn uniformly (default "
+                                 f"{OUTAGE_S[0]:g},{OUTAGE_S[1]:g}; beyond 30 the run gives the server up first)")
         parser.add_argument("--at", default=None, metavar="MOMENTS",
                             help="strike at these moments of a run of the NIC-queue step, in turn: all, or of "
                                  f"{','.join(m.name for m in MOMENTS)} (no calibration run; see docs/faults.md)")
@@ -120,7 +123,13 @@ class LabServer(Target):
             parser.error(f"--at: {exc}")
         if moments and (args.steps is not None or args.delay_max is not None):
             parser.error("--at chooses the steps and the delays itself: leave out --steps and --delay-max")
-        return cls(sets, args.delay_max, moments)
+        try:
+            low, high = (float(v) for v in (args.outage or f"{OUTAGE_S[0]},{OUTAGE_S[1]}").split(","))
+        except ValueError:
+            parser.error(f"--outage {args.outage}: give two numbers of seconds, e.g. 40,60")
+        if not 0 < low <= high <= 600:
+            parser.error(f"--outage {args.outage}: from more than 0 to at most 600 s, the lower first")
+        return cls(sets, args.delay_max, moments, (low, high))
 
     # -- the lab and the server's state ----------------------------------------------------
     def up(self, harness) -> None:
@@ -179,7 +188,7 @@ class LabServer(Target):
             for kind in config.kinds:
                 rng = random.Random(f"{config.seed}-{kind}-{index}")
                 seed, delay = rng.randrange(1 << 30), round(rng.uniform(0, limit), 2)
-                plans.append(Plan(kind, index, seed, delay, steps=steps, outage_s=rng.uniform(*OUTAGE_S),
+                plans.append(Plan(kind, index, seed, delay, steps=steps, outage_s=rng.uniform(*self.outage),
                                   moment=moment.name if moment else ""))
         return plans
 

@@ -19,6 +19,7 @@ from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
 from tunepath.live.hoststate import GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, save_original_state
 from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
 from tunepath.live.restore import release_hugepages as release_pool, restore
+from tunepath.live.held import HeldInterrupts
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress, side_file, write_private
 from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
@@ -30,6 +31,7 @@ __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "
 
 T = TypeVar("T")
 QUICK_STOP_S = 0.5     # after a Ctrl-C, Tomcat's graceful stop this long at most (it keeps nothing the run needs)
+GUARD_BUDGET_S = 60    # what a step's guard may take to put the server back, said to a Ctrl-C meanwhile
 
 
 @contextmanager
@@ -41,6 +43,8 @@ def step_guard(session: Session, step: str):
         progress(f"{step}: {type(exc).__name__}: restoring the server")
         done: list[str] = []
         interrupted = isinstance(exc, KeyboardInterrupt)
+        held = HeldInterrupts(GUARD_BUDGET_S, f"step {step}")      # JupyterLab's stop button, pressed again
+        held.hold()
         try:
             cleanup(session.server, session.tomcat, session.clients, session.run_id, quick=interrupted)
             done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
@@ -54,6 +58,8 @@ def step_guard(session: Session, step: str):
         except Exception as inner:   # keep the original error; the runner cleans up again
             progress(f"{step}: restoring was incomplete ({inner}); the runner tries again")
             done.append(f"incomplete ({inner}); the end of the run tried again")
+        finally:
+            held.release(raise_pending=False)      # the step's error (or Ctrl-C) is raised below anyway
         try:                         # noted in the run, as every restore is, on the page of the step
             session.recorder.note_put_back(
                 done, f"When {step} {'was interrupted' if isinstance(exc, KeyboardInterrupt) else 'failed'}", [step])

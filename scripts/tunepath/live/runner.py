@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.live.held import HeldInterrupts
 from tunepath.live.putback import RECONNECT_S, put_back, restore_server
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
@@ -128,7 +128,7 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
     progress(f"run {run_id}: server {inventory.server.label}, client(s) "
              f"{', '.join(c.label for c in inventory.clients)}, profile {options.profile}"
              f"{', apply' if options.apply else ', dry-run for disruptive steps'}")
-    held, step = HeldInterrupts(), None
+    held, step = HeldInterrupts(RECONNECT_S + 30), None
     try:
         for i, step in enumerate(chosen, 1):
             t0 = time.monotonic()
@@ -163,43 +163,6 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
     if build:
         build_site(site_dir=site_dir, runs_dir=runs_dir)
     return final.final
-
-
-class HeldInterrupts:
-    """Ctrl-C while the run puts the server back: it is held until that is done (a half-restored
-    server is worse than a late exit), and each one says so and how long it may take; only a
-    third one stops at once."""
-
-    def __init__(self):
-        self.pending, self.previous, self.presses, self.since = False, None, 0, 0.0
-
-    def hold(self) -> None:
-        if self.previous is not None or threading.current_thread() is not threading.main_thread():
-            return
-        self.previous = signal.getsignal(signal.SIGINT) or signal.default_int_handler
-        signal.signal(signal.SIGINT, self._held)
-
-    def _held(self, signum, frame) -> None:
-        from tunepath.live.session import progress
-
-        self.presses += 1
-        if self.presses >= 3:
-            raise KeyboardInterrupt
-        if not self.pending:
-            self.pending, self.since = True, time.monotonic()
-        left = max(0, RECONNECT_S + 30 - (time.monotonic() - self.since))
-        progress(f"interrupt: the server is being put back; the run stops once that is done (at most about "
-                 f"{left:.0f} s more, where the server must be reached again)" +
-                 (" — Ctrl-C once more stops now, and leaves the server for `tunepath restore --force`"
-                  if self.presses == 2 else ""))
-
-    def release(self, raise_pending: bool = True) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-            self.previous = None
-        if self.pending and raise_pending:
-            self.pending, self.presses = False, 0
-            raise KeyboardInterrupt
 
 
 def _resume(runs_dir: Path, run_id: str, options):

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 __all__ = ["Kernels", "interruptible", "INTERRUPT_GRACE_S"]
 
@@ -54,6 +55,8 @@ def interruptible(run, kernels: Kernels, what: str):
 
         def interrupt() -> None:      # a kernel that starts after the Ctrl-C is interrupted too
             for pid in set(kernels.pids) - signalled:
+                if ignores_sigint(pid):   # idle between two cells: the next cell takes it
+                    continue
                 signalled.add(pid)
                 try:
                     os.kill(pid, signal.SIGINT)
@@ -78,3 +81,15 @@ def interruptible(run, kernels: Kernels, what: str):
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def ignores_sigint(pid: int) -> bool:
+    """Does process ``pid`` ignore SIGINT now? An IPython kernel does while no cell executes (before
+    the first, between two), so a Ctrl-C sent then would be lost: it is sent once a cell runs."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace").splitlines():
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
