@@ -25,7 +25,9 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from tunepath import __version__
@@ -351,6 +353,26 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:      # the command itself, not a caller in Python (a test)
+            _late_ctrl_c_exits()
+
+
+def _late_ctrl_c_exits() -> None:
+    """Once the command is done, a Ctrl-C while Python ends its threads and kernels exits 130 with
+    one line at once: not a traceback, nor a death by SIGINT with nothing said. Whatever the
+    command wrote is whole by then."""
+    def late(signum, frame) -> None:
+        os.write(2, b"tunepath: interrupted\n")
+        os._exit(130)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, late)
+
+
+def _main(argv: list[str] | None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.func(args)

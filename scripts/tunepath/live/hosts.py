@@ -22,6 +22,7 @@ import shlex
 import signal
 import stat
 import subprocess
+import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -342,13 +343,30 @@ def connect_all(inventory: Inventory, trust_new_hosts: bool = False) -> tuple[Ho
     nothing is written. The caller closes the hosts (or uses :func:`open_hosts`)."""
     remote = not (inventory.server.local and all(c.local for c in inventory.clients))
     check = HostKeyCheck(inventory.known_hosts, trust_new_hosts) if remote else None
-    with ExitStack() as stack:
-        server = stack.enter_context(connect(inventory.server, inventory, trust_new_hosts, check))
-        clients = [stack.enter_context(connect(c, inventory, trust_new_hosts, check)) for c in inventory.clients]
-        if check is not None:
-            check.save()
-        stack.pop_all()
-    return server, clients
+    specs = [inventory.server, *inventory.clients]
+    hosts: list = [None] * len(specs)
+
+    def one(i: int) -> None:          # side by side: a run's start, each step's and its clean-up
+        try:
+            hosts[i] = connect(specs[i], inventory, trust_new_hosts, check)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below, in the inventory's order
+            hosts[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"connect {s.label}", daemon=True)
+               for i, s in enumerate(specs)]
+    for t in threads:
+        t.start()
+    for t in threads:                 # daemons: a Ctrl-C here leaves at once, a connection in flight dies with us
+        t.join()
+    failed = [h for h in hosts if isinstance(h, BaseException)]
+    if failed:
+        for h in hosts:
+            if isinstance(h, Host):
+                h.close()
+        raise failed[0]
+    if check is not None:
+        check.save()
+    return hosts[0], hosts[1:]
 
 
 @contextmanager

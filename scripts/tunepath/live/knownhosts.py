@@ -171,7 +171,7 @@ class HostKeyCheck:
                 continue
             if self.known.revoked_line(key) is None:
                 keys.add(name, key.get_name(), key)
-        for name, key in self.new.items():     # a second connection to a host trusted a moment ago
+        for name, key in list(self.new.items()):     # a host trusted a moment ago (connections run side by side)
             keys.add(name, key.get_name(), key)
         client.set_missing_host_key_policy(self)
 

@@ -62,9 +62,12 @@ def drive(session: Session, load_text: str, duration: int, clients: list[Host]) 
 
     if len(clients) == 1:
         return [one(0, clients[0])]
-    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+    pool = ThreadPoolExecutor(max_workers=len(clients))
+    try:
         futures = [pool.submit(one, i, c) for i, c in enumerate(clients)]
         return [f.result() for f in futures]
+    finally:   # a Ctrl-C, or one client's failure, does not wait out the others' load: the step's guard ends it
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def load_clients(session: Session, step, variant: str) -> list[Host]:
