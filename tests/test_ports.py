@@ -30,7 +30,7 @@ STOCK = """<?xml version="1.0" encoding="UTF-8"?>
 
 def test_beside_8080_the_ports_are_tomcats_own_and_elsewhere_a_runs_own():
     assert ports_for(8080) == (8005, 8009, 8081)
-    for start in (1024, 18080, 58000):
+    for start in (1024, 10000, 18080, 24000, 58000):   # 10000 and 24000: 16998, 16999 and 27998 among them
         seen: dict[int, int] = {}
         for http in range(start, start + 7333):              # any HTTP ports less than 7,333 apart …
             for p in (ports := ports_for(http)):
@@ -38,6 +38,28 @@ def test_beside_8080_the_ports_are_tomcats_own_and_elsewhere_a_runs_own():
                 seen[p] = http
             if http != 8080:
                 assert all(10000 <= p < 32768 for p in ports) and not {8005, 8009, 8081} & set(ports)
+
+
+def test_for_every_http_port_its_four_ports_are_distinct():
+    """Census (docs/census.md): HTTP ports 16999, 27998 and 16998 derived their own port as Tomcat's
+    shutdown, AJP or proxy port, and `tunepath run --check-options` called them valid."""
+    for http in range(1, 65536):
+        ports = ports_for(http)
+        assert len({http, *ports}) == 4, (http, ports)
+        assert http == 8080 or all(10000 <= p <= 32000 for p in ports), (http, ports)
+    for http in (16998, 16999, 27998):                     # the three that fell among their own
+        assert set(ports_for(http)) & {31999, 32000}
+        for neighbor in (http - 1, http + 1):               # the spare differs from a neighbor's ports
+            assert not set(ports_for(http)) & set(ports_for(neighbor)), (http, neighbor)
+
+
+def test_ports_away_from_the_three_that_fell_among_their_own_are_as_they_were():
+    """Runs already recorded keep what their context says: only 16998, 16999 and 27998 changed."""
+    assert ports_for(8005) == (12016, 12017, 12018) and ports_for(18180) == (20542, 20543, 20544)
+    for http in range(1, 65536):
+        if http not in (8080, 16998, 16999, 27998):
+            base = 10000 + 3 * (http % 7333)
+            assert ports_for(http) == (base, base + 1, base + 2), http
 
 
 def test_a_runs_shutdown_and_ajp_ports_reach_server_xml_and_the_stock_file_stays_byte_for_byte():

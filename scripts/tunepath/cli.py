@@ -95,6 +95,7 @@ def _cmd_compare(args) -> int:
     from tunepath.analysis.compare import pair_document
     from tunepath.analysis.frames import measurements_frame
     from tunepath.evidence.store import RunStore
+    from tunepath.publish.compare_text import pair_lines
     from tunepath.steps import REGISTRY
 
     store = RunStore(_runs_dir(args), REGISTRY.names)
@@ -103,21 +104,7 @@ def _cmd_compare(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    print(f"A: {a.run_id} ({a.server.name})   B: {b.run_id} ({b.server.name})")
-    if not doc["steps"]:
-        print("no configuration measured by both runs")
-    for step in doc["steps"]:
-        print(f"\n{step['title']}")
-        print(f"  {'variant':<34} {'A req/s':>14} {'B req/s':>14} {'B / A':>8}  95 % interval      runs A/B")
-        for r in step["rows"]:
-            d = r["display"]
-            sig = f"  ({d['significance']})" if d["significance"] else ""
-            print(f"  {r['label'][:34]:<34} {d['a_requests_per_sec']:>14} {d['b_requests_per_sec']:>14} "
-                  f"{d['ratio']:>8}  {d['interval'] or '-':<17} {d['repetitions']}{sig}")
-    differ = [f for f in doc["facts"] if f["differs"]]
-    print(f"\n{len(differ)} fact(s) differ — read them before any ratio:")
-    for f in differ:
-        print(f"  {f['label']}: {f['a']}  |  {f['b']}")
+    print("\n".join(pair_lines(doc)))
     return 0
 
 

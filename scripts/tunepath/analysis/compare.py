@@ -8,6 +8,11 @@ number; of the kernel command line only the parameters the path cares about are 
 load settings (the tool and whether it is open or closed loop; an offered rate only for an
 open-loop tool). Which pair the page opens on: :mod:`tunepath.analysis.pairing`.
 
+A figure whose requests/s cannot be trusted (the parser derived it, or found it inconsistent with
+the report's requests and duration: the frame's ``requests_per_sec_trusted``) says so on its side
+of the row (``a_requests_per_sec_trusted`` false, ``a_problems``) with the ⚑ the step pages show
+beside it (``a_flags``); so does its pair (``untrusted``: how many such figures it has).
+
     doc = compare_document(runs, frame)      # every pair of runs, the default pair first
 """
 
@@ -23,9 +28,11 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 from tunepath.analysis import stats
+from tunepath.analysis.noise import report_flag
 from tunepath.analysis.pairing import choose_default, host_kind, page_order
 from tunepath.evidence.store import FACT_KEYS, Run
 from tunepath.model.cmdline import KernelCmdline
+from tunepath.parse.record import RATE_FIELDS
 
 __all__ = ["pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
 
@@ -176,6 +183,21 @@ def _values(row: pd.Series | dict, key: str) -> list:
             if isinstance(v, (list, tuple)) else [])
 
 
+def _rate_trust(row: dict, side: str) -> dict:
+    """One side's requests/s: whether it can be trusted (a frame without the column: yes), the
+    parser's problems that say why not (those of the figures the rate rests on) and their flags,
+    as the step pages show them beside the figure (a ⚑)."""
+    trusted = row.get("requests_per_sec_trusted")
+    problems = [p for p in row.get("problems") if isinstance(p, dict) and p.get("field") in RATE_FIELDS] \
+        if isinstance(row.get("problems"), list) else []
+    flags = []
+    for p in problems:
+        text = f"repetition {p['repetition']}: {p['text']}" if p.get("repetition") else p["text"]
+        flags.append(report_flag(p["code"], p["field"], text).to_data())
+    return {f"{side}_requests_per_sec_trusted": trusted is None or bool(trusted), f"{side}_problems": problems,
+            f"{side}_flags": flags}
+
+
 def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
     """Measurements both runs made of ``step`` (same variant), B relative to A."""
     fa = frame[(frame.run_id == a.run_id) & (frame.step == step)]
@@ -197,7 +219,8 @@ def step_rows(a: Run, b: Run, frame: pd.DataFrame, step: str) -> list[dict]:
                  "significant": d.significant if d else None,
                  "a_requests_per_sec": _num(ra["requests_per_sec"]), "b_requests_per_sec": _num(rb["requests_per_sec"]),
                  "a_n": int(ra.get("n") or 1), "b_n": int(rb.get("n") or 1), "cpu_ratio": cpu_ratio,
-                 "a_tool": ra["tool"], "b_tool": rb["tool"], "tool_differs": ra["tool"] != rb["tool"]}
+                 "a_tool": ra["tool"], "b_tool": rb["tool"], "tool_differs": ra["tool"] != rb["tool"],
+                 **_rate_trust(ra, "a"), **_rate_trust(rb, "b")}
         entry["display"] = {
             "a_requests_per_sec": fmt.rate(entry["a_requests_per_sec"]),
             "b_requests_per_sec": fmt.rate(entry["b_requests_per_sec"]),
@@ -233,6 +256,8 @@ def pair_document(a: Run, b: Run, frame: pd.DataFrame, path) -> dict:
             "facts": facts, "facts_differ": sum(f["differs"] for f in facts),
             "facts_unknown": sum(f["state"] == "unknown" for f in facts),
             "tools_differ": sum(r["tool_differs"] for s in steps for r in s["rows"]),
+            "untrusted": sum(not r[f"{side}_requests_per_sec_trusted"] for s in steps for r in s["rows"]
+                             for side in "ab"),
             "common": common, "expand": common > 0}
 
 

@@ -33,6 +33,12 @@ distributions differ, not that the medians do (:mod:`tunepath.analysis.noise`). 
 verdicts are each a test of its own at 95 %; a step that picks the best of many variants corrects its
 own reading for multiple comparisons (the thread sweep: Holm).
 
+Each row says whether its requests/s can be trusted (``requests_per_sec_trusted``: no problem of
+the parser concerns it, in any client's report, and in a variant row in none of its counted
+repetitions) and lists the parser's ``problems`` (each a :class:`~tunepath.parse.problems.Problem`'s
+data; a client's named by ``client`` and its text, a variant row's by ``repetition`` where there
+are several): pages and ``tunepath compare`` put a ⚑ beside a figure that cannot be trusted.
+
 Each repetition also carries its JVM facts (:data:`JVM_COLUMNS`, from the record's ``jvm`` and
 ``warmup``: :mod:`tunepath.analysis.jvmfacts`), None where not recorded; a variant row holds their
 medians over the counted repetitions, and its ``repetitions`` entries each repetition's own.
@@ -66,6 +72,7 @@ REPETITION_COLUMNS = [
     "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms", "p99.9_uncorrected_ms",
     "socket_errors_total", "non_2xx_3xx", "errors", "jvm_warnings", "client_cpu_us_per_req",
     "server_cpu_us_per_req", *JVM_COLUMNS, "warnings", "flags", "clients", "latency_merge", "raw",
+    "requests_per_sec_trusted", "problems",
 ]
 # figures taken as the median of a configuration's repetitions
 MEDIAN_COLUMNS = ["requests", "duration_s", "bytes_read", "requests_per_sec", "transfer_per_sec_bytes",
@@ -220,8 +227,20 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
                 **jvm_facts(extra),
                 "flags": flags, "clients": clients, "latency_merge": merge_info,
                 "raw": str(m.stdout.relative_to(run.path.parent)),
+                **_rate_trust([report] if reports is None else reports, [n for n, _ in m.parts]),
             })
     return pd.DataFrame(rows, columns=REPETITION_COLUMNS)
+
+
+def _rate_trust(reports, names: list[str]) -> dict:
+    """Whether one measurement's requests/s can be trusted (every client's report's can) and the
+    parser's problems of its reports; with several clients, each problem names its client."""
+    problems = []
+    for name, report in zip(names if len(reports) > 1 else [None] * len(reports), reports):
+        for p in report.problems:
+            problems.append(p.to_data() if name is None else dict(p.to_data(), client=name,
+                                                                   text=f"client {name}: {p.text}"))
+    return {"requests_per_sec_trusted": all(r.requests_per_sec_trusted for r in reports), "problems": problems}
 
 
 _EMPTY = stats.Summary(n=0, median=math.nan, low=None, high=None, level=None, cv=None, min=math.nan, max=math.nan)
@@ -268,6 +287,9 @@ def variant_frame(reps: pd.DataFrame, runs: list[Run], path) -> pd.DataFrame:
                             for r in every for f in r["flags"]] + mode_flags(
                 {"requests_per_sec": row["rps_values"], "server_cpu_per_req": row["cpu_values"]})
             row["warnings"] = list(dict.fromkeys(w for r in recs for w in r["warnings"]))
+            row["requests_per_sec_trusted"] = all(r["requests_per_sec_trusted"] for r in recs)
+            row["problems"] = [dict(p, repetition=r["repetition"]) if len(every) > 1 else p
+                               for r in recs for p in r["problems"]]
             row["jvm_warnings"] = list(dict.fromkeys(w for r in recs for w in r["jvm_warnings"]))
             row["clients"] = [dict(c, repetition=r["repetition"]) for r in recs for c in (r["clients"] or [])]
             row["repetitions"] = [{"repetition": r["repetition"], "requests_per_sec": r["requests_per_sec"],

@@ -45,7 +45,7 @@ from tunepath.errors import TunepathError
 from tunepath.model.context import parse_cpu_list
 
 __all__ = ["NoiseFlag", "Thresholds", "THRESHOLDS", "flags_for", "requested_duration", "DROP_CODES", "drop_reasons",
-           "cpu_flags", "mode_flags", "shape_flag", "SHAPE_CV_RATIO"]
+           "cpu_flags", "mode_flags", "shape_flag", "SHAPE_CV_RATIO", "report_flag"]
 
 # a repetition with one of these (warning) flags is left out of its configuration's interval:
 # something outside the configuration took CPU time while it was measured
@@ -294,10 +294,15 @@ _PROBLEM_FIELDS = {"percentiles_ms": "latency_p99", "histogram": "latency_p99",
                    "req_per_sec_per_thread": "latency_p99"}
 
 
+def report_flag(code: str, field: str, text: str) -> NoiseFlag:
+    """The flag of one of the parser's typed problems (``code``; ``field``, the report's field it
+    concerns), beside the display field a page shows it with."""
+    return _flag(f"report-{code}", _PROBLEM_FIELDS.get(field, "requests_per_sec"), text)
+
+
 def _report_flags(report) -> list[NoiseFlag]:
     """The parser's typed problems: a figure of the report itself is not to be trusted."""
-    return [_flag(f"report-{p.code}", _PROBLEM_FIELDS.get(p.field, "requests_per_sec"), p.text)
-            for p in getattr(report, "problems", None) or ()]
+    return [report_flag(p.code, p.field, p.text) for p in getattr(report, "problems", None) or ()]
 
 
 def flags_for(report, entry: dict, *, tool: str | None, command: str, offered_rate: float | None,

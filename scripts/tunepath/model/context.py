@@ -26,6 +26,7 @@ __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "ports
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
 MAX_CPUS = 65536   # far above Linux's NR_CPUS (8192): a larger number is a typo, not a machine
 NIC_CHANNELS = ("combined", "rx-tx")
+SPARE_PORTS = (31999, 32000)   # above the derived ports (ports_for): for an HTTP port among its own
 CPU_FIELDS = ("baseline_cpus", "numa_cpus", "server_pin_cpus", "client_pin_cpus", "fixed_cpus")
 
 
@@ -222,11 +223,19 @@ def ports_for(http_port: int) -> tuple[int, int, int]:
     the conventional 8005, 8009 and 8081 beside 8080; otherwise three ports derived from the HTTP
     port, so that two runs on one machine (each on its own HTTP port) do not share one, and every
     session of a run computes the same (no probing: this run's own Tomcat may hold them). Distinct for
-    any HTTP ports less than 7,333 apart; all below the ephemeral ports (32768 up)."""
+    any HTTP ports less than 7,333 apart; all from 10000 to 32000, below the ephemeral ports (32768 up).
+
+    The derived ports fill 10000-31998. Three HTTP ports fall among their own (16999 would be its own
+    shutdown port, 27998 its own AJP port, 16998 its own proxy port): the one port that would equal
+    the HTTP port is replaced by a spare no HTTP port derives, 31999 for an even HTTP port and 32000
+    for an odd one, so neighbors 16998 and 16999 still share none. Every other HTTP port keeps the
+    ports it always had (a recorded run's context holds its own)."""
     if http_port == 8080:
         return HostContext.shutdown_port, HostContext.ajp_port, HostContext.proxy_port     # the defaults
     base = 10000 + 3 * (http_port % 7333)       # 10000-31998
-    return base, base + 1, base + 2
+    spare = SPARE_PORTS[http_port % 2]
+    shutdown, ajp, proxy = (spare if p == http_port else p for p in (base, base + 1, base + 2))
+    return shutdown, ajp, proxy
 
 
 def parse_cpu_list(value) -> list[int]:

@@ -84,8 +84,10 @@ OPTIONS = {
     "http-port-70000": (REFUSE, ("--http-port", "70000")),
     "http-port-minus-1": (REFUSE, ("--http-port", "-1")),
     "http-port-8005": (ACCEPT, ("--http-port", "8005")),       # Tomcat's then: 12016, 12017, 12018
-    "http-port-16999-own-shutdown": (REFUSE, ("--http-port", "16999")),   # its shutdown port: 16999 too
-    "http-port-16998-own-proxy": (REFUSE, ("--http-port", "16998")),      # the proxy's port: 16998 too
+    # ports_for derived these HTTP ports' own port as the shutdown (proxy, AJP) port; now a spare instead
+    "http-port-16999-own-shutdown": (ACCEPT, ("--http-port", "16999")),   # then: 32000, 17000, 17001
+    "http-port-16998-own-proxy": (ACCEPT, ("--http-port", "16998")),      # then: 16996, 16997, 31999
+    "http-port-27998-own-ajp": (ACCEPT, ("--http-port", "27998")),        # then: 27997, 31999, 27999
     "http-port-words": (REFUSE, ("--http-port", "eighty")),
     "java-home-newline": (REFUSE, ("--java-home", "/usr/lib/jvm\nx")),
     "steps-unknown": (REFUSE, ("--steps", "nosuch")),

@@ -208,11 +208,16 @@ def compare_pair(pair: dict, titles: dict[str, str]) -> str:
     for s in pair.get("steps") or ():
         out.append(f"{text(titles.get(s['step'], s['step']))}:\n\n" + table(
             ["Variant", "A req/s", "B req/s", "B ÷ A", "Server CPU/req A · B", "Runs A / B"],
-            [[_pair_row(r)] + [text(r["display"][k]) for k in ("a_requests_per_sec", "b_requests_per_sec")]
+            [[_pair_row(r)] + [text(r["display"][f"{k}_requests_per_sec"]) + (" ⚑" if r.get(f"{k}_flags") else "")
+                               for k in "ab"]
              + [text(" ".join(x for x in (r["display"]["ratio"], r["display"].get("interval"),
                                           r["display"].get("significance")) if x)),
                 f"{text(r['display']['a_cpu'])} · {text(r['display']['b_cpu'])}", text(r["display"]["repetitions"])]
              for r in s["rows"]]))
+        flags = [(f"{k.upper()}: {_label(r)}", f) for r in s["rows"] for k in "ab" for f in r.get(f"{k}_flags") or ()]
+        if flags:
+            out.append("Noise flags (⚑ in the table):\n\n" + "\n".join(
+                f"- {label}, {code(f['code'])}: {text(f['text'])}" for label, f in flags))
     if not pair.get("steps"):
         out.append("These two runs measured no configuration in common: only their facts can be compared.")
     out.append("Hosts and load settings (**bold**: they differ):\n\n" + table(
