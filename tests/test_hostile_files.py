@@ -99,6 +99,48 @@ def test_notebooks_leaves_a_numbered_symlink_and_writes_no_notebook_through_one(
     assert not (notebooks / REGISTRY.get("numa").notebook).is_symlink()
 
 
+@pytest.mark.parametrize("blocked", ["notebook", "temporary file"])
+def test_a_directory_where_a_notebook_goes_stops_the_command_before_it_writes_anything(tmp_path, capsys, blocked):
+    """Issue 30, item 6 (the census): with 02-baseline.ipynb a directory, `tunepath notebooks` exited 2
+    after writing 01-setup.ipynb, and left .02-baseline.ipynb.tmp behind."""
+    from tunepath.cli import main
+    from tunepath.steps import REGISTRY
+
+    name = REGISTRY.get("baseline").notebook
+    (tmp_path / (name if blocked == "notebook" else f".{name}.tmp")).mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["notebooks", "--notebooks-dir", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{name}" in err and "is a directory" in err and "nothing was written" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_failure_while_writing_the_notebooks_writes_none_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from tunepath.errors import TunepathError
+    from tunepath.publish import writefiles
+    from tunepath.publish.notebooks import write_all
+    from tunepath.steps import REGISTRY
+
+    real, opened = os.open, []
+
+    def full_disk(path, flags, *args):
+        if flags & os.O_CREAT:
+            opened.append(path)
+            if len(opened) == 3:                     # the third notebook's temporary file
+                raise OSError(28, "No space left on device", str(path))
+        return real(path, flags, *args)
+
+    monkeypatch.setattr(writefiles.os, "open", full_disk)
+    with pytest.raises(TunepathError, match="No space left on device") as info:
+        write_all(tmp_path, REGISTRY)
+    assert "\n" not in str(info.value) and "rerun `tunepath notebooks`" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(writefiles.os, "open", real)
+    assert len(write_all(tmp_path, REGISTRY)) == len(REGISTRY)       # then all of them, at once
+    assert write_all(tmp_path, REGISTRY) == [] and not list(tmp_path.glob(".*"))
+
+
 # ---- finding 4: `tunepath lab down` removes only the users it created ---------------------------
 
 class Accounts:

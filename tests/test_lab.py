@@ -330,6 +330,19 @@ def test_state_round_trips_and_a_damaged_one_is_one_line(tmp_path):
         load_state(tmp_path / "state.json")
 
 
+def test_a_state_nested_too_deeply_is_a_damaged_state_in_one_line(tmp_path, capsys):
+    """Issue 30, item 6 (the census): `lab status` with a state.json of 100,000 nested lists was a
+    RecursionError traceback."""
+    from tunepath.cli import main
+
+    (tmp_path / "state.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(TunepathError, match=r"state.json: not JSON \(nested too deeply\); remove the lab's parts"):
+        load_state(tmp_path / "state.json")
+    assert main(["lab", "status", "--dir", str(tmp_path), "--prefix", "tpcensus"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "nested too deeply" in err, err
+
+
 def test_the_inventory_it_writes_is_one_tunepath_reads(tmp_path):
     key, known = tmp_path / "id with space", tmp_path / "known_hosts"
     key.write_text("not a real key")

@@ -72,8 +72,9 @@ def fake_hugo(site_dir: Path, destination: Path, log=None) -> None:
 def site(tmp_path_factory):
     s = Site(tmp_path_factory.mktemp("atomic"))
     s.build()
-    (s.site_dir / "public").mkdir()
+    (s.site_dir / "public").mkdir()          # what an earlier build's Hugo published: its mark too
     (s.site_dir / "public" / "index.html").write_text("<p>the published site</p>\n")
+    (s.site_dir / "public" / build.SITE_MARK).write_text("written by tunepath build\n")
     return s
 
 
@@ -286,3 +287,50 @@ def test_a_site_dir_inside_what_the_build_reads_is_refused(site, inside):
         build.build_site(site_dir=place, runs_dir=site.runs, steps=STEPS, notebooks_dir=site.notebooks,
                          with_hugo=False)
     assert not (place / "build").exists() and not (place / "data").exists()
+
+
+FOREIGN = ["content/mine.md", "static/charts/mine.svg", "layouts/mine.html", "data/mine.json", "public/mine.html"]
+
+
+def _tree(root: Path) -> list[tuple[str, bytes]]:
+    return sorted((p.relative_to(root).as_posix(), p.read_bytes()) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("rel", FOREIGN)
+def test_a_site_dir_holding_files_no_build_wrote_is_refused_and_left_alone(site, tmp_path, rel):
+    """Issue 30, item 6 (the census): a build into a site directory of someone's deleted its
+    content/, static/charts/ and layouts/ files, and Hugo's output replaced its public/ whole."""
+    other = tmp_path / "site"
+    (other / rel).parent.mkdir(parents=True)
+    (other / rel).write_text("mine: not written by tunepath\n")
+    before = _tree(other)
+    with pytest.raises(TunepathError, match="--site-dir .* holds files no tunepath build wrote") as info:
+        build.build_site(site_dir=other, runs_dir=site.runs, steps=STEPS, notebooks_dir=site.notebooks,
+                         with_hugo=rel.startswith("public/"))
+    assert "\n" not in str(info.value) and f"({rel})" in str(info.value) and "move them out" in str(info.value)
+    assert _tree(other) == before and sorted(p.name for p in other.iterdir()) == [rel.split("/")[0]]
+
+
+def test_a_site_dir_a_build_made_is_its_own_and_a_file_added_since_is_refused(site):
+    assert (site.site_dir / build.SITE_MARK).is_file()
+    site.build()                                          # a site directory an earlier build made
+    mine = site.site_dir / "content" / "mine.md"
+    mine.write_text("mine\n")
+    try:
+        with pytest.raises(TunepathError, match=r"holds files no tunepath build wrote \(content/mine.md\)"):
+            site.build()
+        assert mine.read_text() == "mine\n"
+    finally:
+        mine.unlink()
+    (site.site_dir / build.SITE_MARK).unlink()           # made before site directories were marked
+    site.build()
+    assert (site.site_dir / build.SITE_MARK).is_file()
+    listed = json.loads((site.site_dir / build.SITE_MARK).read_text())["files"]
+    assert "content/_index.md" in listed and "config.toml" in listed and "public/index.html" not in listed
+
+
+def test_the_project_as_its_own_site_dir_is_never_refused_for_its_sources():
+    from tunepath.publish import sitedir
+
+    sitedir.check_foreign_files(ROOT.resolve(), ROOT.resolve(), public=True)
+    assert not (ROOT / build.SITE_MARK).exists()

@@ -6,8 +6,11 @@ when a rule is broken."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,3 +314,57 @@ def test_an_export_into_the_project_itself_is_refused_and_writes_nothing(tmp_pat
     assert sorted(p.stat().st_mtime_ns for p in (ROOT / "content").rglob("*.md")) == pages
     assert not (ROOT / "runs" / "x").exists() and not (ROOT / "layouts" / "content").exists()
     assert not list(ROOT.glob(".tunepath-export-*")) and not list((ROOT / "content").rglob(".tunepath-export-*"))
+
+
+# --- hostile pages: `export --check` reads each page once, through one guarded reader --------------
+
+def _mkfifo(f: Path) -> None:
+    os.mkfifo(f)
+
+
+def _sparse(f: Path, size: int) -> None:
+    with open(f, "wb") as handle:
+        handle.truncate(size)
+
+
+HOSTILE_PAGES = {      # file, what makes it, what its one problem says (most from the census, docs/census.md)
+    "invalid UTF-8": ("01-page.md", lambda f: f.write_bytes(b"---\n\xff\xfe\n---\n"), "not UTF-8 (byte 0xff at offset 4)"),
+    "a directory": ("01-page.md", lambda f: f.mkdir(), "not a regular file (a directory)"),
+    "a FIFO": ("01-page.md", _mkfifo, "not a regular file (a FIFO)"),
+    "no front matter": ("01-page.md", lambda f: f.write_text("Just prose.\n"), "no front matter"),
+    "16 MiB of NUL bytes": ("01-page.md", lambda f: _sparse(f, 16 << 20), "larger than 1 MiB"),
+    "1 MiB of NUL bytes (the most a page may have)": ("01-page.md", lambda f: _sparse(f, 1 << 20), "no front matter"),
+    "a NUL byte in the front matter": ("01-page.md", lambda f: f.write_bytes(b"---\na: \0\n---\n"), "not YAML"),
+    "front matter nested 10,000 deep": (rules.INDEX_FILE, lambda f: f.write_text(
+        "---\na: " + "[" * 10_000 + "]" * 10_000 + "\n---\n"), "nested too deeply"),
+    "an image that is a FIFO": ("chart.png", _mkfifo, "not a regular file (a FIFO)"),
+    "an image that links to nothing": ("chart.png", lambda f: f.symlink_to(f.with_name("gone.png")), "cannot be read"),
+    "YAML that never closes its list": ("01-page.md", lambda f: f.write_text("---\ntitle: [unclosed\n---\n"),
+                                        "not YAML: expected ',' or ']', but got '<stream end>' (line 2, column 17)"),
+}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", sorted(HOSTILE_PAGES))
+def test_a_hostile_page_is_one_problem_of_the_check_never_a_traceback_or_a_hang(tmp_path, name):
+    """Issue 30, item 6 (the census): `export --check` read a page again for the attribution search
+    (UnicodeDecodeError) and for the reading time (ValueError: no front matter), opened a directory
+    (IsADirectoryError) or a FIFO (it waited for ever), and let PyYAML's RecursionError through."""
+    from conftest import ROOT
+
+    lp = tmp_path / "content/learning-paths" / rules.CATEGORY / rules.UPSTREAM_SLUG   # the attribution check runs
+    lp.mkdir(parents=True)
+    (lp / rules.INDEX_FILE).write_text("---\ntitle: A path\nminutes_to_complete: 30\n---\n")
+    (lp / rules.NEXT_STEPS_FILE).write_text("---\ntitle: Next Steps\n---\n")
+    page, make, expected = HOSTILE_PAGES[name]
+    (lp / page).unlink(missing_ok=True)
+    make(lp / page)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "scripts"))
+    proc = subprocess.run([sys.executable, "-m", "tunepath.cli", "export", "--check", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "problem(s) against the contributor rules" in proc.stderr
+    about = [line for line in proc.stdout.splitlines() if line.startswith(f"{lp}/{page}: ")]
+    assert len(about) == 1 and expected in about[0], proc.stdout
+    problems = [p.message for p in check_path(lp) if p.file == page]
+    assert len(problems) == 1 and expected in problems[0], problems

@@ -172,8 +172,9 @@ def load_state(path: Path) -> LabState | None:
         raise TunepathError(f"lab state {path}: cannot read it ({exc.strerror or exc})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise TunepathError(f"lab state {path}: not JSON; remove the lab's parts by hand "
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        why = " (nested too deeply)" if isinstance(exc, RecursionError) else ""
+        raise TunepathError(f"lab state {path}: not JSON{why}; remove the lab's parts by hand "
                             "(ip netns del, userdel -r) and the file") from None
     return _from_json(data, f"lab state {path}")
 

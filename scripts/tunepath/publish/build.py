@@ -9,7 +9,9 @@ write there, and Hugo builds it into a directory beside ``public/`` (or ``--dest
 Only then is each published path (:func:`outputs`, Hugo's output, and the site sources of a
 site directory other than the project) replaced by its staged version, by renames undone if
 one fails. A failed build leaves every published file as it was, and its staging directory
-for inspection until the next build. A step whose notebook, parameters, runs and package are
+for inspection until the next build. A site directory other than the project whose sources,
+data or ``public/`` hold files no build wrote is refused before anything is written
+(:mod:`tunepath.publish.sitedir`). A step whose notebook, parameters, runs and package are
 unchanged is not executed again (:mod:`tunepath.publish.cache`; ``--no-cache`` executes every
 step); the others execute side by side, in kernels forked from one preloading process
 (:mod:`tunepath.publish.replay`). ``SITE/build/last-build.json`` says what the last successful
@@ -35,17 +37,17 @@ from tunepath.evidence.store import RunStore
 from tunepath.project import project_dir
 from tunepath.publish import cache, hugo_cache, notebooks
 from tunepath.publish.replay import BuildDirs, Entry, Progress, early_kernels, plan, replay_all
+from tunepath.publish.sitedir import (SITE_MARK, SITE_SOURCES, check_destination, check_foreign_files,
+                                      check_site_dir, record_site_files)
 from tunepath.publish.swap import OLD, publish, recover, remove
 from tunepath.steps import REGISTRY
 
 __all__ = ["build_site", "execute_step", "step_parameters", "render_html", "hugo_binary", "run_hugo",
            "check_runs", "publish", "recover", "outputs", "OUTPUTS", "STAGING", "OLD"]
 
-SITE_SOURCES = ("config.toml", "content", "layouts", "static")
 # what a build publishes in the site directory (besides Hugo's output), relative to it
 OUTPUTS = ("data/steps", "data/summary.json", "data/path.json", "static/charts", "static/notebooks", "build/cache")
 STAGING = "build/staging"
-SITE_MARK = ".tunepath-site"   # in Hugo's output: a later build may replace the directory
 
 
 def _say(message: str) -> None:
@@ -150,34 +152,6 @@ def check_runs(runs_dir: Path, run_ids: list[str] | None = None) -> int:
     return len(runs)
 
 
-def _check_destination(dest: Path, site_dir: Path, project: Path, runs_dir: Path) -> None:
-    """Hugo's output replaces ``dest`` as a whole: it must hold nothing but an earlier site."""
-    for what, path in (("the site directory", site_dir), ("the project", project), ("the runs", runs_dir)):
-        if path.resolve().is_relative_to(dest):
-            raise TunepathError(f"--destination {dest} would replace {what} ({path}): give a directory "
-                                "of its own, such as SITE/public")
-    if dest.is_relative_to(runs_dir.resolve()):
-        raise TunepathError(f"--destination {dest} lies inside the recorded runs ({runs_dir}): give a "
-                            "directory of its own, such as SITE/public")
-    if dest.exists() and not dest.is_dir():
-        raise TunepathError(f"--destination {dest} is a file, not a directory")
-    if dest != site_dir / "public" and dest.is_dir() and any(dest.iterdir()) and not (dest / SITE_MARK).is_file():
-        raise TunepathError(f"--destination {dest} holds files no tunepath build wrote, and the build "
-                            "would replace all of them: give a new or empty directory")
-
-
-def _check_site_dir(site_dir: Path, project: Path, runs_dir: Path) -> None:
-    """The site directory gets data/, static/, build/ and public/: never inside the runs or the
-    project's own sources."""
-    if site_dir.exists() and not site_dir.is_dir():
-        raise TunepathError(f"--site-dir {site_dir} is a file, not a directory")
-    inside = [runs_dir.resolve(), *(project / name for name in (*SITE_SOURCES, "notebooks", "scripts", "runs"))]
-    for place in inside:
-        if site_dir.is_relative_to(place):
-            raise TunepathError(f"--site-dir {site_dir} lies inside {place}, which the build reads: give the "
-                                "project itself or a directory of its own")
-
-
 # --- staging and publishing ------------------------------------------------------------------
 
 GENERATED_STATIC = ("charts", "notebooks")     # static/ entries the notebooks write, not sources
@@ -265,11 +239,12 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
     project = project_dir().resolve()
     site_dir = Path(site_dir).resolve() if site_dir else project
     runs_dir = Path(runs_dir) if runs_dir else project / "runs"
-    _check_site_dir(site_dir, project, runs_dir)
+    check_site_dir(site_dir, project, runs_dir)
     chosen = [REGISTRY.get(name) for name in steps] if steps else list(REGISTRY)
     dest = Path(destination).resolve() if destination else site_dir / "public"
     if with_hugo:
-        _check_destination(dest, site_dir, project, runs_dir)
+        check_destination(dest, site_dir, project, runs_dir)
+    check_foreign_files(site_dir, project, public=with_hugo and dest == site_dir / "public")
     started = time.monotonic()
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else project / "notebooks"
     # a build that will execute notebooks starts its kernels' preloading process now, so that it
@@ -323,7 +298,11 @@ def _build(dirs: BuildDirs, chosen: list, dest: Path | None, project: Path, inpu
     sources = _sources(project) if dirs.site_dir != project else []   # another site dir keeps a copy of them
     pairs = [(dirs.stage / rel, dirs.site_dir / rel) for rel in (*outputs(), *sources)]
     hugo_s = _hugo(dirs, dest, pairs) if dest is not None else None
+    if dirs.site_dir != project:     # its mark lists what it is about to hold, then what it holds
+        record_site_files(dirs.site_dir, dirs.stage)
     publish(pairs)
+    if dirs.site_dir != project:
+        record_site_files(dirs.site_dir)
     remove(dirs.stage)               # what is left: the sources Hugo read, replaced outputs
     _say(f"published: {dirs.site_dir}" + (f" and {dest}" if dest is not None else ""))
     return {"finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

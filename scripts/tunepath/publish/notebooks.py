@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.publish.interrupt import INTERRUPT_GRACE_S, Kernels, interruptible
+from tunepath.publish.writefiles import holds, write_files
 from tunepath.project import project_dir
 from tunepath.settings import LIVE, NOTEBOOK, literal
 
@@ -142,28 +143,17 @@ def _not_ours(path: Path) -> str:
             "delete it")
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")     # renamed into place: a symlink of the name is replaced, not followed
-    try:
-        tmp.unlink(missing_ok=True)
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise TunepathError(f"cannot write {path}: {exc.strerror or exc}; make it a file you can write (or remove "
-                            "it), then rerun `tunepath notebooks`") from None
-
-
 def write_all(notebooks_dir: Path, registry) -> list[str]:
-    """Write every step's notebook; remove the numbered notebooks no step owns that this command
-    wrote (:func:`generated`), and name the others. Returns what changed, one line each."""
-    notebooks_dir, changed = Path(notebooks_dir), []
-    notebooks_dir.mkdir(parents=True, exist_ok=True)
-    for step in registry:
-        path, text = notebooks_dir / step.notebook, render(step)
-        if path.is_symlink() or not path.is_file() or path.read_text(encoding="utf-8") != text:
-            _write(path, text)
-            changed.append(f"wrote {path.name}")
+    """Write every step's notebook that differs from its rendering, all or none (:func:`write_files`);
+    remove the numbered notebooks no step owns that this command wrote (:func:`generated`), and name
+    the others. Returns what changed, one line each."""
+    notebooks_dir = Path(notebooks_dir)
+    todo = [(notebooks_dir / step.notebook, render(step)) for step in registry]
+    todo = [(path, text) for path, text in todo if not holds(path, text)]
+    if todo:
+        notebooks_dir.mkdir(parents=True, exist_ok=True)
+        write_files(todo, "tunepath notebooks")
+    changed = [f"wrote {path.name}" for path, _ in todo]
     for path in _stale(notebooks_dir, registry):
         if generated(path):
             path.unlink()
@@ -180,7 +170,7 @@ def check_all(notebooks_dir: Path, registry) -> list[str]:
         path = notebooks_dir / step.notebook
         if not path.is_file():
             problems.append(f"{path.name} is missing (step {step.name})")
-        elif path.read_text(encoding="utf-8") != render(step):
+        elif not holds(path, render(step)):
             problems.append(f"{path.name} differs from the template's rendering of step {step.name}")
     return problems + [f"{p.name} belongs to no step" if generated(p) else _not_ours(p)
                        for p in _stale(notebooks_dir, registry)]

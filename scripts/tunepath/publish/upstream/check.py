@@ -4,11 +4,16 @@ step page, the shortcodes used, the images and their alt text, and no machine pa
 
 ``check_path(lp_dir)`` returns every problem found (an empty list: the path passes);
 ``find_path(root)`` accepts the learning path's own directory or a checkout of that repository.
+Every page is read once, by :func:`read_page`: a page that is no regular file (a directory, a
+FIFO), larger than :data:`PAGE_MAX_BYTES`, not UTF-8, or whose front matter cannot be read is one
+problem of the check, never an exception or a wait.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +22,11 @@ import yaml
 from tunepath.errors import TunepathError
 from tunepath.publish.upstream import rules
 
-__all__ = ["Problem", "check_path", "find_path", "front_matter", "shortcode_names", "images"]
+__all__ = ["Problem", "check_path", "find_path", "front_matter", "read_page", "shortcode_names", "images",
+           "PAGE_MAX_BYTES"]
+
+#: no page of a learning path comes near this (ours are 20 KB at most); a larger file is no page
+PAGE_MAX_BYTES = 1 << 20
 
 _SHORTCODE = re.compile(r"\{\{[<%]\s*/?\s*([A-Za-z][\w-]*)")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)(?:\s+\"([^\"]*)\")?\)")
@@ -34,16 +43,58 @@ class Problem:
 
 
 def front_matter(text: str) -> tuple[dict, str]:
-    """The YAML front matter of a page and its body; ValueError when there is none."""
+    """The YAML front matter of a page and its body; ValueError, in one line, when there is none or
+    it cannot be read."""
     if not text.startswith("---\n"):
         raise ValueError("no front matter (the page must start with a line '---')")
     end = text.find("\n---\n", 4)
     if end < 0:
         raise ValueError("the front matter has no closing '---' line")
-    data = yaml.safe_load(text[4:end]) or {}
+    try:
+        data = yaml.safe_load(text[4:end]) or {}
+    except RecursionError:
+        raise ValueError("the front matter is nested too deeply") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML: {_yaml_error(exc)}") from None
     if not isinstance(data, dict):
         raise ValueError("the front matter is not a mapping")
     return data, text[end + 5:]
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """PyYAML's error in one line, its place counted in the page's lines (the front matter starts on
+    the second)."""
+    mark = getattr(exc, "problem_mark", None)
+    what = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    return f"{what} (line {mark.line + 2}, column {mark.column + 1})" if mark is not None else what
+
+
+def read_page(path: Path) -> str:
+    """The text of a page; ValueError saying why when it is not a regular file of at most
+    :data:`PAGE_MAX_BYTES` bytes of UTF-8. Never waits: a FIFO is opened without blocking and
+    refused before anything is read from it."""
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise ValueError(f"not a regular file ({_kind(mode)}): a page is a Markdown file")
+            data = f.read(PAGE_MAX_BYTES + 1)
+    except IsADirectoryError:
+        raise ValueError("not a regular file (a directory): a page is a Markdown file") from None
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > PAGE_MAX_BYTES:
+        raise ValueError(f"larger than {PAGE_MAX_BYTES >> 20} MiB: no page of a learning path is")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def shortcode_names(body: str) -> list[str]:
@@ -92,14 +143,16 @@ def check_path(lp: Path) -> list[Problem]:
     for required in (rules.INDEX_FILE, rules.NEXT_STEPS_FILE):
         if required not in pages:
             problems.append(Problem(required, "missing: every Learning Path has one"))
+    texts = _read_pages(pages, problems)
     parsed: dict[str, dict] = {}
-    for name, page in pages.items():
+    bodies: dict[str, str] = {}
+    for name, text in texts.items():
         try:
-            meta, body = front_matter(page.read_text(encoding="utf-8"))
-        except (ValueError, yaml.YAMLError) as e:
+            meta, body = front_matter(text)
+        except ValueError as e:
             problems.append(Problem(name, f"front matter unreadable: {e}"))
             continue
-        parsed[name] = meta
+        parsed[name], bodies[name] = meta, body
         problems += _check_body(lp, name, body)
         if name == rules.INDEX_FILE and re.sub(r"<!--.*?-->", "", body, flags=re.S).strip():
             problems.append(Problem(name, "has a body, which the repository's theme does not show: "
@@ -115,13 +168,25 @@ def check_path(lp: Path) -> list[Problem]:
             if any(isinstance(r, dict) and rules.UPSTREAM_SLUG in str((r.get("resource") or {}).get("link", ""))
                    for r in reading):
                 problems.append(Problem(rules.INDEX_FILE, "further_reading links to this path's own address"))
-            if not any(rules.ATTRIBUTION.search(p.read_text(encoding="utf-8")) for p in pages.values()):
+            if not any(rules.ATTRIBUTION.search(text) for text in texts.values()):
                 problems.append(Problem(lp.name, "no page names the path this one revises "
                                                  "(Tune network workloads on Arm-based bare-metal instances)"))
-        problems += _check_minutes(parsed[rules.INDEX_FILE], pages)
+        problems += _check_minutes(parsed[rules.INDEX_FILE], bodies)
     problems += _check_pages(parsed)
     problems += _check_files(lp, pages)
     return problems
+
+
+def _read_pages(pages: dict[str, Path], problems: list[Problem]) -> dict[str, str]:
+    """Every page's text, read once (:func:`read_page`); a page that cannot be read is added to
+    ``problems`` and left out."""
+    texts: dict[str, str] = {}
+    for name, page in pages.items():
+        try:
+            texts[name] = read_page(page)
+        except ValueError as e:
+            problems.append(Problem(name, str(e)))
+    return texts
 
 
 def prose_words(body: str) -> int:
@@ -129,10 +194,11 @@ def prose_words(body: str) -> int:
     return len(_prose(re.sub(r"<!--.*?-->", "", body, flags=re.S)).split())
 
 
-def _check_minutes(meta: dict, pages: dict[str, Path]) -> list[Problem]:
-    """``minutes_to_complete`` covers at least the reading of every page (rules.READING_WPM)."""
+def _check_minutes(meta: dict, bodies: dict[str, str]) -> list[Problem]:
+    """``minutes_to_complete`` covers at least the reading of every page (rules.READING_WPM); the
+    bodies of the pages the check could read (any other is a problem of its own)."""
     minutes = meta.get("minutes_to_complete")
-    words = sum(prose_words(front_matter(p.read_text(encoding="utf-8"))[1]) for p in pages.values())
+    words = sum(prose_words(body) for body in bodies.values())
     reading = -(-words // rules.READING_WPM)
     if isinstance(minutes, int) and minutes < reading:
         return [Problem(rules.INDEX_FILE, f"minutes_to_complete {minutes} is less than the time to read the "
@@ -278,10 +344,19 @@ def _check_image(lp: Path, name: str, alt: str, target: str, caption: str) -> li
 def _check_files(lp: Path, pages: dict[str, Path]) -> list[Problem]:
     out = []
     for f in sorted(lp.rglob("*")):
-        if f.is_dir() or f.suffix == ".md":
+        if f.suffix == ".md" and f.parent == lp:         # a page: read_page says what is wrong with it
+            continue
+        try:
+            info = f.stat()
+        except OSError as exc:                             # a symbolic link to nothing
+            out.append(Problem(f.name, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        if stat.S_ISDIR(info.st_mode) or f.suffix == ".md":
             continue
         if f.suffix.lower() not in rules.IMAGE_EXTENSIONS:
             out.append(Problem(f.name, "a file that is neither a page nor an image"))
-        elif f.suffix.lower() in {".png", ".jpg", ".jpeg"} and f.stat().st_size > rules.RASTER_MAX_KB * 1024:
+        elif not stat.S_ISREG(info.st_mode):
+            out.append(Problem(f.name, f"not a regular file ({_kind(info.st_mode)})"))
+        elif f.suffix.lower() in {".png", ".jpg", ".jpeg"} and info.st_size > rules.RASTER_MAX_KB * 1024:
             out.append(Problem(f.name, f"larger than {rules.RASTER_MAX_KB} KB"))
     return out

@@ -23,7 +23,7 @@ import yaml
 
 from tunepath.errors import TunepathError
 from tunepath.publish.upstream import escape, rules, tables
-from tunepath.publish.upstream.check import check_path, find_path, front_matter
+from tunepath.publish.upstream.check import check_path, find_path, front_matter, read_page
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
 
 __all__ = ["ExportResult", "export_upstream", "page_file"]
@@ -74,16 +74,24 @@ def _page(meta: dict, frozen: Frozen, commit: str, pages: dict[str, str] | None 
     return f"---\n{head}---\n\n{_provenance(frozen, commit)}\n\n{text}\n"
 
 
+def _source_page(f: Path) -> tuple[dict, str]:
+    """A page of our path: its front matter and body, read as the check reads a page (:func:`read_page`)."""
+    try:
+        return front_matter(read_page(f))
+    except ValueError as e:
+        raise TunepathError(f"{f}: {e}") from None
+
+
 def _sources(lp: Path) -> tuple[dict, str, dict[str, tuple[dict, str]], dict[str, tuple[dict, str]]]:
     """Our _index.md (front matter, body), every step page by step name, and the pages that are no
     step (``extra: true``, the method page) by file name."""
-    index_meta, index_body = front_matter((lp / rules.INDEX_FILE).read_text(encoding="utf-8"))
+    index_meta, index_body = _source_page(lp / rules.INDEX_FILE)
     pages: dict[str, tuple[dict, str]] = {}
     extras: dict[str, tuple[dict, str]] = {}
     for f in sorted(lp.glob("*.md")):
         if f.name == rules.INDEX_FILE:
             continue
-        meta, body = front_matter(f.read_text(encoding="utf-8"))
+        meta, body = _source_page(f)
         if meta.get("extra") is True:
             extras[f.name] = (meta, body)
             continue
