@@ -20,7 +20,7 @@ from harness import ROOT
 from harness.faults.probe import Controller
 from harness.faults.report import AUTO, MODIFIED
 
-__all__ = ["Moment", "MOMENTS", "by_name", "wait_line", "forget_wrk2", "render_moments", "WRK2_SOURCE"]
+__all__ = ["Moment", "MOMENTS", "by_name", "wait_line", "forget_wrk2", "seed_runs", "render_moments", "WRK2_SOURCE"]
 
 WRK2_SOURCE = ROOT / "tests" / "data" / "shared" / "vendor" / "wrk2-44a94c1.tar.gz"
 START, CHANGE = "start", "change"      # triggers that are not a line of output
@@ -89,6 +89,16 @@ def forget_wrk2(prefix: str) -> None:
         home = Path(pwd.getpwnam(user).pw_dir)
         for name in ("wrk2", "wrk2.source"):
             (home / ".tunepath" / "bin" / name).unlink(missing_ok=True)
+
+
+def seed_runs(runs_dir: Path) -> None:
+    """The project's recorded runs copied into the harness's runs directory (once), so that a run's
+    final build has every step's runs, as it has in the project, and builds the whole site."""
+    import shutil
+
+    for run in sorted((ROOT / "runs").iterdir()):
+        if run.is_dir() and not run.name.startswith(".") and not (runs_dir / run.name).exists():
+            shutil.copytree(run, runs_dir / run.name, symlinks=True)
 
 
 def render_moments(trials: list) -> str:

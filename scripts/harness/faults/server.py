@@ -35,7 +35,8 @@ import time
 from dataclasses import dataclass, field
 
 from harness import ROOT
-from harness.faults.moments import CHANGE, MOMENTS, START, WRK2_SOURCE, Moment, by_name, forget_wrk2, wait_line
+from harness.faults.moments import (CHANGE, MOMENTS, START, WRK2_SOURCE, Moment, by_name, forget_wrk2, seed_runs,
+                                     wait_line)
 from harness.faults.probe import Controller, Probe, inject, say
 from harness.faults.report import Column, Layout, Plan, Trial
 from harness.faults.state import ServerState
@@ -202,6 +203,8 @@ class LabServer(Target):
         if moment.fresh_wrk2:
             forget_wrk2(harness.config.prefix)
         extra = ("--wrk2-source", str(WRK2_SOURCE))
+        if moment.build:
+            seed_runs(harness.records / "runs")
         return extra + (("--site-dir", str(harness.records / "site")) if moment.build else ())
 
     # -- one trial -------------------------------------------------------------------------
