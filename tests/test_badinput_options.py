@@ -119,6 +119,18 @@ def test_bad_run_option_is_one_line_and_touches_nothing(case, capsys, nothing_ma
     assert sorted(p.name for p in ROOT.iterdir()) == before
 
 
+def test_a_run_into_a_site_dir_holding_foreign_files_is_refused_before_it_connects(capsys, nothing_may_connect,
+                                                                                    tmp_path):
+    """Refused at once, not after an hour of measuring when the final build would replace them."""
+    site = tmp_path / "site"
+    (site / "content").mkdir(parents=True)
+    (site / "content" / "mine.md").write_text("my own page\n")
+    code = _run_main(["run", "--steps", "baseline", "--runs-dir", str(tmp_path / "runs"), "--site-dir", str(site)])
+    _one_line(capsys, code, "holds files no tunepath build wrote (content/mine.md)")
+    assert (site / "content" / "mine.md").read_text() == "my own page\n" and not (tmp_path / "runs").exists()
+    assert list(nothing_may_connect.iterdir()) == []
+
+
 @pytest.mark.parametrize("case", BAD_RESTORE, ids=str)
 def test_bad_restore_option_is_one_line_and_touches_nothing(case, capsys, nothing_may_connect):
     argv, expected = BAD_RESTORE[case]

@@ -30,6 +30,7 @@ from tunepath.live.session import LiveOptions
 from tunepath.live.runner import run_path
 from tunepath.evidence.store import FACT_KEYS, RunStore
 from tunepath.steps import plan
+from tunepath.publish.sitedir import record_site_files
 
 pytestmark = pytest.mark.system
 TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
@@ -256,6 +257,7 @@ def test_sigint_during_measurement_restores_and_keeps_published_data(tmp_path):
     site = tmp_path / "site"
     (site / "data" / "steps").mkdir(parents=True)
     (site / "data" / "steps" / "baseline.json").write_text('{"published": true}\n')
+    record_site_files(site)                     # an earlier build's site directory, as a build marks it
     before = hashlib.sha256((site / "data" / "steps" / "baseline.json").read_bytes()).hexdigest()
     runs = tmp_path / "runs"
     port = free_port()

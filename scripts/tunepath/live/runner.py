@@ -91,6 +91,10 @@ def check_run(options, steps: list[str] | None = None, runs_dir: Path | None = N
     for flag, d in (("--runs-dir", runs_dir), ("--site-dir", site_dir)):
         if d is not None and Path(d).exists() and not Path(d).is_dir():
             raise TunepathError(f"{flag} {d}: is a file, not a directory")
+    if site_dir is not None and Path(site_dir).is_dir():     # refused now, not after an hour of measuring
+        from tunepath.publish.sitedir import check_foreign_files
+
+        check_foreign_files(Path(site_dir).resolve(), project_dir().resolve(), public=True)
     return chosen
 
 
