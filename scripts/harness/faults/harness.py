@@ -138,9 +138,9 @@ class Harness:
             fault = time.monotonic()
             self.target.inject(self, plan, t, ctl)
         t.exit_status, t.hung = ctl.finish(self.target.run_limit_s)
-        if trigger is not None and t.injected and plan.kind in SIGINTS:
+        if trigger is not None and t.injected and (plan.kind in SIGINTS or plan.signal == "SIGINT"):
             t.to_exit_s = round(time.monotonic() - fault, 2)
-        elif trigger is not None and t.injected:     # a server lost: how long until the run gave it up
+        elif trigger is not None and t.injected and not plan.signal:   # a server lost: when the run gave it up
             t.noticed_s = ctl.first_after(fault, NOTICED)
         t.kernels_left = ctl.end_kernels()
         t.final_line = ctl.last_line()
