@@ -120,6 +120,24 @@ def test_mixed_failures_get_no_quirk_warning():
     assert not any("quirk" in w for w in r.warnings)
 
 
+@pytest.mark.parametrize("failed, breakdown, flagged", [
+    ("5000", "(Connect: 0, Receive: 0, Length: 5000, Exceptions: 0)", True),    # 5,000 responses of 2,000
+    ("2001", None, True),
+    ("2000", "(Connect: 0, Receive: 0, Length: 2000, Exceptions: 0)", False),   # every response failed
+    ("2011", "(Connect: 11, Receive: 0, Length: 2000, Exceptions: 0)", False),  # 11 connections never opened
+    ("2500", "(Connect: 0, Receive: 0, Length: 1500, Exceptions: 1000)", False),   # broke before a response
+])
+def test_more_failed_than_complete_requests_is_a_problem(failed, breakdown, flagged):
+    text = NORMAL.replace("Failed requests:        0", f"Failed requests:        {failed}"
+                          + (f"\n   {breakdown}" if breakdown else ""))
+    r = parse_ab(text)
+    found = [p for p in r.problems if p.field == "requests"]
+    assert bool(found) == flagged, r.problems
+    if flagged:
+        assert found[0].code == "absurd" and "more than the 2,000 complete requests" in found[0].text
+        assert found[0].line == 18 and not r.requests_per_sec_trusted
+
+
 def test_failures_without_breakdown_write_errors_and_ab_warning():
     text = NORMAL.replace("Failed requests:        0",
                           "Failed requests:        3\nWrite errors:           2")

@@ -298,6 +298,10 @@ def _problems(text: str) -> set[tuple[str, str]]:
     ("Requests per second:    1929.75", "Requests per second:    2929.75", ("inconsistent", "requests_per_sec")),
     ("Time taken for tests:   1.036", "Time taken for tests:   1.036e0", None),
     ("Time taken for tests:   1.036", "Time taken for tests:   0.000", ("inconsistent", "requests_per_sec")),
+    ("Failed requests:        0", "Failed requests:        5000\n   (Connect: 0, Receive: 0, Length: 5000, "
+     "Exceptions: 0)", ("absurd", "requests")),                                      # more failed than complete
+    ("Failed requests:        0", "Failed requests:        2001", ("absurd", "requests")),   # no breakdown
+    ("Concurrency Level:      8", "Concurrency Level:      0", ("absurd", "connections")),
 ])
 def test_ab_figures_that_contradict_each_other_are_flagged(old, new, problem):
     assert old in AB
@@ -333,6 +337,42 @@ def test_a_percentile_of_wrk_that_is_not_finite_is_flagged():
     assert "99%    5.31ms" in WRK
     assert ("absurd", "percentiles_ms") in _problems(WRK.replace("99%    5.31ms", "99%    1e400ms"))
     assert ("absurd", "percentiles_ms") in _problems(WRK.replace("99%    5.31ms", "99%    infms"))
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    ("Latency   831.40us    4.59ms  89.88ms", "Latency   890.00ms    4.59ms  89.88ms", ("absurd", "latency_ms")),
+    ("2 threads and 10 connections", "2 threads and 0 connections", ("absurd", "connections")),
+    ("2 threads and 10 connections", "2 threads and 1 connections", ("absurd", "connections")),  # wrk refuses
+])
+def test_wrk_figures_that_contradict_each_other_are_flagged(old, new, problem):
+    assert old in WRK
+    assert problem in _problems(WRK.replace(old, new))
+    # the boundary is no problem: a mean equal to the maximum, or as many connections as threads
+    assert _problems(WRK.replace(old, old.replace("831.40us", "89.88ms").replace("10 conn", "2 conn"))) == set()
+
+
+def test_a_hdrhistogram_footer_with_its_mean_above_its_max_is_flagged():
+    footer = re.search(r"#\[Mean\s*=\s*([0-9.]+),", WRK2_HDR)
+    assert footer
+    edited = WRK2_HDR[:footer.start(1)] + "999.000" + WRK2_HDR[footer.end(1):]
+    assert ("absurd", "histogram") in _problems(edited)
+
+
+# two reports of different tools in one text: refused in one line, whichever comes first and whatever the
+# tool given (the census's parse/two-reports cases: some were read as one tool, others the second alone)
+PAIRS = [(a, b) for a in ("ab", "siege", "siege-json", "jmeter", "wrk", "wrk2")
+         for b in ("ab", "siege", "jmeter", "wrk") if a.split("-")[0].rstrip("2") != b]
+
+
+@pytest.mark.parametrize("first, second", PAIRS, ids=[f"{a}+{b}" for a, b in PAIRS])
+def test_two_reports_of_different_tools_are_refused(first, second):
+    text = SAMPLES[first] + SAMPLES[second]
+    for tool in (None, first.split("-")[0], second):
+        message = outcome(text, tool)
+        assert isinstance(message, str), f"{first}+{second} read as one {message.tool} report (tool {tool})"
+        assert message.startswith("more than one report: ") and "split the file" in message, message
+        names = [first.split("-")[0].rstrip("2"), second]
+        assert message.index(f" {names[0]} report") < message.index(f" {names[1]} report"), message
 
 
 def test_the_real_reports_have_no_problem():

@@ -127,6 +127,43 @@ def test_an_edited_response_time_disagrees_with_concurrency_over_rate():
     assert r.latency_ms.avg == 200.0 and r.requests_per_sec_trusted
 
 
+def _siege_with(text: str, **figures: str) -> str:
+    """The siege report with the figures of the named lines (Transactions=…, Elapsed_time=…) replaced."""
+    for label, value in figures.items():
+        line = next(ln for ln in text.splitlines() if ln.startswith(label.replace("_", " ") + ":"))
+        head, _, tail = line.partition(":")
+        old = tail.split()[0]
+        text = text.replace(line, head + ":" + tail.replace(old, value, 1), 1)
+    return text
+
+
+@pytest.mark.parametrize("name, old, new", [
+    ("c16-t10s.out", "Elapsed time:\t\t        9.98 secs", "Elapsed time:\t\t        0.00 secs"),
+    ("c16-t10s-json.out", '"elapsed_time":\t\t\t        9.98,', '"elapsed_time":\t\t\t        0.00,'),
+])
+def test_many_transactions_in_no_time_are_not_a_trusted_rate(name, old, new):
+    text = (SIEGE / name).read_text()
+    assert old in text
+    r = parse_siege(text.replace(old, new))
+    assert not r.requests_per_sec_trusted
+    [problem] = [p for p in r.problems if p.field == "requests_per_sec"]
+    assert problem.code == "absurd" and "0 s for" in problem.text
+
+
+def test_a_concurrency_of_zero_leaves_the_mean_unknown_not_zero():
+    r = parse_siege(_siege_with(C16, Concurrency="0.00"))          # 263,398 transactions at 26,392.59/s
+    assert math.isnan(r.latency_ms.avg) and r.latency_ms.max == 20.0
+    assert [(p.code, p.field) for p in r.problems] == [("absurd", "latency_ms")]   # one problem, not two
+    assert "below 0.00019 ms" in r.problems[0].text
+    # three transactions in ten seconds: 0.00 is only siege's resolution, so no problem, but no 0 ms either
+    few = _siege_with(C16, Transactions="3", Availability="100.00", Data_transferred="0.00", Transaction_rate="0.30",
+                      Throughput="0.00", Concurrency="0.00", Successful_transactions="3", Failed_transactions="0",
+                      Longest_transaction="0.01")
+    r = parse_siege(few)
+    assert r.problems == [] and math.isnan(r.latency_ms.avg) and r.requests_per_sec_trusted
+    assert any("mean latency is not known" in w for w in r.warnings)
+
+
 def test_damaged_bytes_are_named_and_two_reports_refused():
     damaged = C16.replace("Concurrency:", "Conc\x00urrency:")
     r = parse_siege(damaged)
@@ -165,6 +202,33 @@ def test_jmeter_without_dashboard_keeps_the_summariser_s_figures():
 def test_jmeter_errors_count_as_failed_samples():
     r = parse_report_file(JMETER / "refused.out")
     assert r.requests == r.socket_errors["read"] == 7898 and r.requests_per_sec == 2550.2
+
+
+def _in_total(old: str, new: str) -> str:
+    """The dashboard output with ``old`` replaced in statistics.json's Total entry (its last one)."""
+    head, found, tail = DASHBOARD.rpartition(old)
+    assert found and DASHBOARD.rfind('"Total"') < len(head)
+    return head + new + tail
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    ('"meanResTime" : 0.7377704422526282', '"meanResTime" : 500.0', ("absurd", "latency_ms")),
+    ('"errorCount" : 0,', '"errorCount" : 200000,', ("absurd", "socket_errors")),     # of 100,576 samples
+    ('"errorPct" : 0.0', '"errorPct" : 150.0', ("absurd", "socket_errors")),
+    ('"errorCount" : 0,', '"errorCount" : 5,', ("inconsistent", "socket_errors")),     # the summary says Err: 0
+    ('"errorPct" : 0.0', '"errorPct" : 2.5', ("inconsistent", "socket_errors")),       # not 0 ÷ 100,576
+])
+def test_a_jmeter_dashboard_that_contradicts_itself_or_the_summary_is_set_aside(old, new, problem):
+    r = parse_report(_in_total(old, new))
+    assert problem in {(p.code, p.field) for p in r.problems}, r.problems
+    assert r.latency_ms.avg == 0.0 and r.percentiles_ms["99"] is None      # the summariser's figures
+    assert r.requests_per_sec_trusted and r.socket_errors["read"] == 0      # the summary line is whole
+
+
+def test_a_jmeter_summary_whose_avg_is_above_its_max_is_flagged():
+    r = parse_report(DASHBOARD.replace("summary = 100576 in 00:00:10 = 9992.6/s Avg:     0",
+                                       "summary = 100576 in 00:00:10 = 9992.6/s Avg:    90"))
+    assert ("absurd", "latency_ms") in {(p.code, p.field) for p in r.problems}
 
 
 def test_jmeter_rate_is_checked_against_its_rounded_seconds():

@@ -133,7 +133,7 @@ class _AbParser:
             elif section == "pct" and "%" in line:       # a row of the table that is no row ab prints
                 self.unread.setdefault("percentiles_ms", []).append((self.number, line))
             elif m := RE_FAIL_BREAKDOWN.match(line):
-                self.failures = dict(zip(FAILURE_KINDS, (int(g) for g in m.groups())))
+                self.failures = self.figures.failures = dict(zip(FAILURE_KINDS, (int(g) for g in m.groups())))
             elif m := RE_AB_WARNING.match(line):
                 self.ab_warnings.append(f"{m.group(1)}: {m.group(2)}")
             elif RE_AB_WARNING_CONT.match(line) and self.ab_warnings:
@@ -191,7 +191,7 @@ class _AbParser:
         elif label == "Complete requests":
             r.requests = self.figures.requests = value
         elif label == "Failed requests":
-            self.failed = value
+            self.failed, self.figures.failed = value, (value, self.number)
         elif label == "Write errors":
             r.socket_errors["write"] = value
         elif label == "Non-2xx responses":

@@ -12,7 +12,11 @@ finiteness of the percentiles by ``absurd_values``); this module only says what 
   negative; no row's max above the Total row's (a request's connect, processing and waiting times
   are parts of its total); with ``-S`` only the Total row is an ordered min, average and max;
 * the 100 % row is the Total row's max (both are the longest request, rounded the same way);
-* a duration printed as ``0.000`` with a rate: ab prints its rates only for a duration above 0.
+* a duration printed as ``0.000`` with a rate: ab prints its rates only for a duration above 0;
+* ``Failed requests`` no more than ``Complete requests``, beyond the failures that may complete no
+  request: a response of the wrong length (``Length``) is a completed request that failed, while a
+  connection that never opened (``Connect``), broke (``Exceptions``) or failed to receive (``Receive``,
+  with ``-r``) may have completed none.
 
 The parser fills an :class:`AbFigures` as it reads; :func:`ab_problems` returns the problems.
 """
@@ -43,6 +47,8 @@ class AbFigures:
 
     concurrency: int | None = None
     requests: int | None = None
+    failed: tuple[int, int] | None = None                         # Failed requests, and its line
+    failures: dict[str, int] | None = None                        # the (Connect: …, Exceptions: …) breakdown
     bytes_read: int | None = None
     duration: Printed | None = None
     rate: Printed | None = None
@@ -117,6 +123,20 @@ def _tables(f: AbFigures) -> list[Problem | None]:
     return out
 
 
+def _failed(f: AbFigures) -> list[Problem | None]:
+    """More failed requests than completed ones, beyond the failures that complete no request."""
+    if f.failed is None or f.requests is None:
+        return []
+    failed, line = f.failed
+    kinds = f.failures or {}
+    if failed - sum(kinds.get(k, 0) for k in ("Connect", "Receive", "Exceptions")) <= f.requests:
+        return []
+    how = f" ({kinds['Length']:,} of them Length failures, each a completed request)" if kinds.get("Length") else ""
+    return [Problem("absurd", "requests", f"line {line}: {failed:,} failed requests{how}, more than the "
+                                          f"{f.requests:,} complete requests: one of the two counts was damaged "
+                                          "or edited", line)]
+
+
 def ab_problems(f: AbFigures) -> list[Problem]:
     """Every disagreement between figures ab derives from one another."""
-    return [p for p in _derived(f) + _tables(f) if p is not None]
+    return [p for p in _derived(f) + _tables(f) + _failed(f) if p is not None]

@@ -22,6 +22,13 @@ known.
 JMeter counts failed samples and responses with an error status together (``Err``): they go to
 ``socket_errors["read"]``.
 
+The dashboard's figures are checked against each other and against the summariser's: its
+``sampleCount`` and ``errorCount`` must be the summariser's count and ``Err``, ``errorCount`` no more
+than ``sampleCount``, ``errorPct`` (a percentage) ``errorCount`` ÷ ``sampleCount``, and
+``meanResTime`` between ``minResTime`` and ``maxResTime``. A dashboard that fails one is set aside
+with a problem (its statistics are not this run's, or were damaged), and the summariser's figures
+are kept. So is a summariser line whose ``Avg`` is not between its ``Min`` and ``Max``.
+
 A figure JMeter never prints (a count of more than 18 digits, ``1.2.3`` seconds, dashboard
 statistics nested thousands deep or holding ``NaN``) never ends in a traceback: the summary is
 refused in one line, the dashboard set aside with a problem.
@@ -79,7 +86,7 @@ def _parse(text: str) -> WrkReport:
         raise ParseError("no JMeter summary line" + (f": JMeter said {err.group(1).strip()!r}" if err else
                                                      " (is the summariser enabled in jmeter.properties?)"))
     last = found[-1]                                    # the last "summary =" is the whole run
-    count, secs, rate, avg, _, mx, errors = last.groups()
+    count, secs, rate, avg, mn, mx, errors = last.groups()
     line = text.count("\n", 0, last.start()) + 1
     r = WrkReport(tool="jmeter", threads=None, requests=int(count))
     r.duration_s, half = _seconds(secs)
@@ -89,6 +96,9 @@ def _parse(text: str) -> WrkReport:
     if problem is not None:
         r.add_problem(problem)
     r.latency_ms = Stats(float(avg), math.nan, float(mx), math.nan)
+    if not int(mn) <= int(avg) <= int(mx) and r.requests:
+        r.add_problem(Problem("absurd", "latency_ms", f"line {line}: the summary's Min, Avg and Max ({int(mn)}, "
+                                                      f"{int(avg)} and {int(mx)} ms) are out of order", line))
     r.percentiles_ms = {k: None for k in PERCENTILE_KEYS}
     r.percentiles_ms["100"] = float(mx)
     r.socket_errors = {"connect": 0, "read": int(errors), "write": 0, "timeout": 0}
@@ -123,9 +133,54 @@ def _dashboard(r: WrkReport, rest: str) -> None:
                               f"the dashboard counts {int(values['sampleCount']):,} samples, the summary "
                               f"{r.requests:,}: its statistics are not this run's and are not used"))
         return
+    found = _error_problems(total, r.requests, r.socket_errors["read"]) + _mean_problems(total, values)
+    if found:
+        for problem in found:
+            r.add_problem(problem)
+        return
     r.latency_ms = Stats(values["meanResTime"], math.nan, values["maxResTime"], math.nan)
     for key, pct in _DASHBOARD.items():
         r.percentiles_ms[pct] = values[key]
+
+
+_SET_ASIDE = "the dashboard's statistics are not used"
+
+
+def _error_problems(total: dict, samples: int, summary_errors: int) -> list[Problem]:
+    """The dashboard's ``errorCount`` and ``errorPct`` against its sample count and the summariser's ``Err``
+    (either may be absent from an older dashboard: then it is not checked)."""
+    count, pct = total.get("errorCount"), total.get("errorPct")
+    if (count is not None and type(count) is not int) or (pct is not None and type(pct) not in (int, float)):
+        return [Problem("damaged", "socket_errors", f"the dashboard's errorCount ({count!r}) or errorPct ({pct!r}) "
+                                                    f"is not a number: {_SET_ASIDE}")]
+    out = []
+    if count is not None and not 0 <= count <= samples:
+        out.append(Problem("absurd", "socket_errors", f"the dashboard counts {count:,} errors of {samples:,} samples: "
+                                                      f"{_SET_ASIDE}"))
+        count = None                        # nothing to compare its percentage with
+    elif count is not None and count != summary_errors:
+        out.append(Problem("inconsistent", "socket_errors", f"the dashboard counts {count:,} errors, the summary "
+                                                            f"{summary_errors:,}: {_SET_ASIDE}"))
+    if pct is not None and not 0 <= pct <= 100:
+        out.append(Problem("absurd", "socket_errors", f"the dashboard's errorPct is {pct:g} %, outside 0 to 100 %: "
+                                                      f"{_SET_ASIDE}"))
+    elif pct is not None and count is not None and samples and abs(pct - 100 * count / samples) > 0.01:
+        out.append(Problem("inconsistent", "socket_errors", f"the dashboard's errorPct ({pct:g} %) is not its "
+                                                            f"errorCount ÷ sampleCount ({count:,} ÷ {samples:,}): "
+                                                            f"{_SET_ASIDE}"))
+    return out
+
+
+def _mean_problems(total: dict, values: dict) -> list[Problem]:
+    """``meanResTime`` between ``minResTime`` (when there) and ``maxResTime``: JMeter computes all three over
+    the same samples."""
+    low = total.get("minResTime")
+    low = float(low) if type(low) in (int, float) and math.isfinite(low) else -math.inf
+    mean, high = values["meanResTime"], values["maxResTime"]
+    if low - 1e-9 <= mean <= high + 1e-9:
+        return []
+    what = f"above its maxResTime ({high:g} ms)" if mean > high else f"below its minResTime ({low:g} ms)"
+    return [Problem("absurd", "latency_ms", f"the dashboard's meanResTime ({mean:g} ms) is {what}: {_SET_ASIDE}")]
 
 
 def _refuse(token: str):

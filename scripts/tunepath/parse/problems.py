@@ -223,28 +223,45 @@ def _spectrum_problems(hist, name: str) -> list[Problem]:
     return out
 
 
+def _connection_problems(r: WrkReport) -> list[Problem]:
+    """No connection for the requests answered, or fewer connections than threads (wrk and wrk2 refuse
+    both: each thread needs a connection of its own)."""
+    c, t = r.connections, r.threads
+    if not isinstance(c, int):
+        return []
+    if c < 1 and r.requests:
+        return [Problem("absurd", "connections", f"{c:,} connections, yet {r.requests:,} requests were answered: "
+                                                 "no request is sent without a connection")]
+    if isinstance(t, int) and t > 1 and c < t:
+        return [Problem("absurd", "connections", f"{c:,} connection{'' if c == 1 else 's'} for {t:,} threads: wrk "
+                                                 "and wrk2 refuse to run with fewer connections than threads")]
+    return []
+
+
 def absurd_values(r: WrkReport, *, zero_duration: bool = False, printed_percentiles: list[float] | None = None,
-                  calibration_lines: int | None = None) -> list[Problem]:
+                  calibration_lines: int | None = None, unknown_mean: bool = False) -> list[Problem]:
     """Values no load generator prints: negative or zero durations, negative sizes and latencies,
     figures that are not finite (``1e400`` reads as infinity), percentiles that decrease, more error
-    responses than responses, NaN where responses exist, more calibration lines than threads.
-    ``zero_duration``: the tool may print a duration of 0 (ab's "0.000 seconds" for a run under
-    half a millisecond; wrk prints at least "1.00us"). ``printed_percentiles``: every percentile row the
-    tool printed, in order, where the report keeps only some (ab's 66 %, 80 %, …); ``calibration_lines``:
-    how many were printed, where the report keeps only the first ones."""
-    out: list[Problem] = []
+    responses than responses, NaN where responses exist, more calibration lines than threads, no
+    connection (or fewer than threads). ``zero_duration``: the tool may print a duration of 0 (ab's
+    "0.000 seconds" for a run under half a millisecond; wrk prints at least "1.00us").
+    ``printed_percentiles``: every percentile row the tool printed, in order, where the report keeps only
+    some (ab's 66 %, 80 %, …); ``calibration_lines``: how many were printed, where the report keeps only
+    the first ones; ``unknown_mean``: the parser left the mean latency unknown (NaN) and said why."""
+    out: list[Problem] = _connection_problems(r)
     if r.duration_s is not None and not (math.isfinite(r.duration_s) and r.duration_s >= 0
                                          and (r.duration_s > 0 or zero_duration)):
         out.append(Problem("absurd", "requests_per_sec",
-                           f"the measured duration is {r.duration_s:g} s: requests per second cannot "
-                           "be checked or derived"))
+                           f"the measured duration is {r.duration_s:g} s"
+                           + (f" for {r.requests:,} requests" if r.requests else "")
+                           + ": requests per second cannot be checked or derived"))
     if _negative(r.bytes_read, r.transfer_per_sec_bytes) or _infinite(r.bytes_read, r.transfer_per_sec_bytes):
         out.append(Problem("absurd", "transfer_per_sec_bytes", "a byte count or transfer rate that is negative or "
                                                                "not finite"))
     if r.latency_ms is not None and (_negative(r.latency_ms.avg, r.latency_ms.stdev, r.latency_ms.max)
                                      or _infinite(r.latency_ms.avg, r.latency_ms.stdev, r.latency_ms.max)):
         out.append(Problem("absurd", "latency_ms", "a latency statistic that is negative or not finite"))
-    if r.latency_ms is not None and r.requests and math.isnan(r.latency_ms.avg):
+    if r.latency_ms is not None and r.requests and math.isnan(r.latency_ms.avg) and not unknown_mean:
         out.append(Problem("absurd", "latency_ms", "the average latency is NaN although responses were counted"))
     for name in ("percentiles_ms", "uncorrected_percentiles_ms"):
         values = [v for v in (getattr(r, name) or {}).values() if v is not None]

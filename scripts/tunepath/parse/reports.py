@@ -5,6 +5,11 @@ This is the only module that knows every parser: it imports :mod:`~tunepath.pars
 none of them imports it. The tool is the one given, else recognised from the text: ab's banner,
 JMeter's ``summary =`` line, siege's summary (or its ``-j`` JSON), wrk/wrk2 otherwise. Files are read by :mod:`~tunepath.parse.source`
 (size limit, regular files only), and every :class:`ParseError` of a file names the file.
+
+A text that holds the reports of two different tools is refused before any parser reads it: each
+tool's report is recognised by the lines only it prints (:data:`REPORT_STARTS`), wherever they are,
+so neither report is read alone. Two reports of one tool are refused by that tool's parser (a line
+a report prints once, printed twice).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import re
 
 from tunepath.parse.ab import AB_BANNER, parse_ab
 from tunepath.parse.jmeter import JMETER_SUMMARY, parse_jmeter
+from tunepath.parse.problems import shown
 from tunepath.parse.siege import looks_like_siege, parse_siege
 from tunepath.parse.source import (
     MAX_REPORT_BYTES,
@@ -24,10 +30,19 @@ from tunepath.parse.source import (
 from tunepath.parse.wrk import ParseError, WrkReport, parse
 
 __all__ = ["parse_report", "parse_report_file", "parse_report_stream", "recognise_tool", "ParseError",
-           "ReportReadError", "WrkReport", "MAX_REPORT_BYTES"]
+           "ReportReadError", "WrkReport", "MAX_REPORT_BYTES", "REPORT_STARTS"]
 
-# a line only a wrk/wrk2 report prints: a report of another tool must not hold one
-_WRK_LINE = re.compile(r"^[ \t]*(?:Requests/sec:.*|\d+ requests in \S+, \S+ read)[ \t]*$", re.M)
+# the lines only one tool's report prints (its banner, or a summary line no other tool prints), by tool;
+# each pattern is a literal or anchored at a line start, with bounded runs and no two runs of blanks side by
+# side: a search costs time in proportion to the text. ab's banner is found anywhere, as recognise_tool does.
+_LEAD = r"^[ \t]{0,64}"
+REPORT_STARTS = {
+    "ab": re.compile(rf"This is ApacheBench|{_LEAD}Complete requests:", re.M),
+    "jmeter": re.compile(rf"{_LEAD}summary[ \t]*=[ \t]*\d", re.M),
+    "siege": re.compile(rf"{_LEAD}(?:\*\* SIEGE |Transaction rate:|(?:\{{[ \t]*)?\"transaction_rate\"[ \t]*:)", re.M),
+    "wrk": re.compile(rf"{_LEAD}(?:Running \S{{1,40}} test @|Requests/sec:|\d{{1,18}} requests in \S{{1,40}}, "
+                      r"\S{1,40} read)", re.M),
+}
 
 
 def recognise_tool(text: str) -> str | None:
@@ -44,12 +59,28 @@ def recognise_tool(text: str) -> str | None:
     return None
 
 
+def _refuse_two_tools(text: str) -> None:
+    """Raise :class:`ParseError` when the text holds the reports of two different tools."""
+    found = sorted((m.start(), name) for name, pattern in REPORT_STARTS.items() if (m := pattern.search(text)))
+    if len(found) < 2:
+        return
+    first, second = (_where(text, at, name) for at, name in found[:2])
+    raise ParseError(f"more than one report: {first} and {second} in one text; split the file and parse each report")
+
+
+def _where(text: str, at: int, tool: str) -> str:
+    """``an ab report (line 1 'This is ApacheBench, …')``: the tool, and the line its report was recognised by."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start:end if end >= 0 else len(text)].strip()
+    return f"{'an' if tool == 'ab' else 'a'} {tool} report (line {text.count(chr(10), 0, at) + 1} {shown(line, 40)})"
+
+
 def parse_report(text: str, tool: str | None = None) -> WrkReport:
     """Parse ``text`` as the report of ``tool`` (recognised from the text when not given)."""
     tool = tool.lower() if tool else recognise_tool(text)
-    if tool in ("ab", "jmeter", "siege") and isinstance(text, str) and (m := _WRK_LINE.search(text)):
-        raise ParseError(f"more than one report: a {tool} report and a wrk report ({m.group(0).strip()!r}) "
-                         "in one text; split the file and parse each report")
+    if isinstance(text, str):
+        _refuse_two_tools(text)
     if tool == "ab":
         return parse_ab(text)
     if tool == "jmeter":

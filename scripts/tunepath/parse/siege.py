@@ -44,7 +44,10 @@ lines with NUL bytes or invalid UTF-8, a summary cut before its last figure (the
 then not trusted either), a figure not printed as siege prints it (``inf``, ``1e400``, ``-1``, 5,000
 digits: not used), figures siege computes from others (Throughput = Data transferred ÷ Elapsed time,
 Availability = Transactions ÷ (Transactions + Failed transactions)), latencies out of order (Shortest,
-mean, Longest), impossible values.
+mean, Longest), impossible values, transactions in an Elapsed time of 0.00 (siege prints it only for a
+run that answered nothing: the rate is not trusted). When Concurrency and Response time both print
+0.00 for a run that answered transactions, the mean is below what they resolve: it is left unknown
+(NaN), not 0, and a bound below a microsecond is flagged as impossible.
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ SIEGE_FIELDS = {
     "Shortest transaction": ("shortest_transaction", None, 2),
 }
 _BY_KEY = {key: label for label, (key, _, _) in SIEGE_FIELDS.items()}
+# the least mean latency of an HTTP transaction, in ms (a round trip on loopback takes tens of microseconds)
+MIN_MEAN_MS = 0.001
 # the WrkReport field a siege figure feeds: a problem with the figure concerns that field
 _REPORT_FIELD = {"Transactions": "requests", "Elapsed time": "duration_s", "Transaction rate": "requests_per_sec",
                  "Data transferred": "transfer_per_sec_bytes", "Throughput": "transfer_per_sec_bytes",
@@ -133,6 +138,7 @@ class _Reader:
         self.cut_units: list[tuple[str, int]] = []          # a figure printed without its unit
         self.json = False                                   # the -j form: no units to show a cut
         self.rate_cut: tuple[str, int] | None = None        # a rate token on the line the report ends on
+        self.mean_unknown = False                           # Concurrency and Response time both print 0.00
 
     def line(self, number: int, line: str) -> None:
         if not line:
@@ -183,7 +189,9 @@ class _Reader:
         self._latency(values)
         self._consistency(values)
         self._warn(values)
-        for problem in unread_problems(self.unread) + absurd_values(self.r, zero_duration=True):
+        # siege prints an Elapsed time of 0.00 only for a run that answered nothing (or under 5 ms)
+        for problem in unread_problems(self.unread) + absurd_values(self.r, zero_duration=not self.r.requests,
+                                                                    unknown_mean=self.mean_unknown):
             self.r.add_problem(problem)
         return self.r
 
@@ -262,6 +270,10 @@ class _Reader:
             return
         r.percentiles_ms["100"] = top if longest is not None else None
         printed, concurrency, rate = v.get("Response time"), v.get("Concurrency"), r.requests_per_sec
+        if concurrency == 0 and not printed:
+            r.latency_ms = Stats(nan, nan, top, nan)
+            self._zero_mean(rate)
+            return
         mean = concurrency / rate * 1000 if concurrency is not None and rate else None
         if mean is not None and printed is not None:
             low, high = (concurrency - 0.005) / rate, (concurrency + 0.005) / rate
@@ -277,6 +289,22 @@ class _Reader:
             r.warnings.append("no Concurrency figure: the mean latency is siege's Response time, "
                               "printed to 10 ms")
         r.latency_ms = Stats(mean if mean is not None else nan, nan, top, nan)
+
+    def _zero_mean(self, rate: float | None) -> None:
+        """Concurrency (sum of response times ÷ Elapsed time) and Response time (sum ÷ Transactions) both
+        print 0.00: the mean latency is below what they resolve, not 0; it is left unknown. Below a
+        microsecond (:data:`MIN_MEAN_MS`) no HTTP transaction is answered: the figures are impossible."""
+        self.mean_unknown = True
+        bound = min(0.005, 0.005 / rate) * 1000 if rate and rate > 0 else 5.0
+        number = self.figures["Concurrency"][1]
+        said = (f"line {number}: 'Concurrency: 0.00' and 'Response time: 0.00 secs' with {self.r.requests:,} "
+                f"transactions put the mean latency below {bound:.2g} ms")
+        if bound < MIN_MEAN_MS:
+            self.r.add_problem(Problem("absurd", "latency_ms", f"{said}, which no HTTP transaction is answered in: "
+                                                               "one of the figures was damaged or edited; the mean "
+                                                               "latency is not known", number))
+        else:
+            self.r.warnings.append(f"{said}: siege prints neither finer, so the mean latency is not known")
 
     def _consistency(self, v: dict) -> None:
         """Figures siege computes from others it prints, checked as the rate is (problems.check_derived), and

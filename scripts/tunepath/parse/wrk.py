@@ -35,7 +35,7 @@ from tunepath.parse.record import PERCENTILE_KEYS, Histogram, Stats, WrkReport
 from tunepath.parse.source import MAX_REPORT_BYTES, read_report_file
 from tunepath.parse.units import (UnitError, decimals, half_digit, parse_bytes, parse_count, parse_int, parse_number,
                                   parse_percent, parse_time_ms, parse_time_s)
-from tunepath.parse.wrkchecks import cut_problems, figure_warnings
+from tunepath.parse.wrkchecks import cut_problems, figure_warnings, mean_problems
 from tunepath.parse.wrklines import (
     RE_CALIBRATION, RE_DIST_WRK, RE_DIST_WRK2, RE_FOOT_BUCKETS, RE_FOOT_MAX, RE_FOOT_MEAN, RE_KNOWN, RE_NON2XX, RE_PCT_ROW,
     RE_RPS, RE_RULE, RE_RUNNING, RE_SOCKET, RE_SPECTRUM_COLS, RE_SPECTRUM_HEAD, RE_SPECTRUM_ROW, RE_STATS_HEADER,
@@ -362,7 +362,8 @@ class _Parser:
             r.add_problem(problem)
         if self.unknown:
             w.append(f"{self.unknown} unrecognised line(s) ignored")
-        for problem in unread_problems(self.unread) + absurd_values(r, calibration_lines=self.calibration_lines):
+        for problem in (unread_problems(self.unread) + absurd_values(r, calibration_lines=self.calibration_lines)
+                        + mean_problems(r, self.seen.get("stats-latency"))):
             r.add_problem(problem)
         if self.tail_damage:
             w.append(f"after the report, line {self.tail_damage[0]} (and {len(self.tail_damage) - 1} more) holds "

@@ -5,6 +5,8 @@ themselves show (no responses, socket errors, a histogram that counts fewer requ
 from the requested one). :func:`cut_problems`: a report ends with ``Requests/sec`` and ``Transfer/sec``;
 one without them is cut, and the socket errors and non-2xx/3xx responses wrk prints just before them
 are then unknown, not 0 (issue 30, item 6). Its rate is derived and flagged by the rate check.
+:func:`mean_problems`: a mean latency above the maximum of the same latencies (``Thread Stats``, or a
+HdrHistogram's footer) cannot be what the tool computed.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import math
 from tunepath.parse.problems import Problem
 from tunepath.parse.record import WrkReport
 
-__all__ = ["DURATION_TOLERANCE", "figure_warnings", "cut_problems"]
+__all__ = ["DURATION_TOLERANCE", "MEAN_SLACK", "figure_warnings", "cut_problems", "mean_problems"]
 
 # A run whose measured duration differs from the header's by more than this
 # fraction gets a warning (the header is rounded: "1m" for 60 s).
 DURATION_TOLERANCE = 0.10
+# wrk prints a latency with two decimals in a unit that keeps it at 1.00 or more (us, ms, s): each
+# printed figure is within 0.5 % of the true one, so a mean 1 % above the maximum is not rounding
+MEAN_SLACK = 1.01
 
 
 def figure_warnings(r: WrkReport) -> list[str]:
@@ -71,3 +76,22 @@ def cut_problems(seen: dict[str, int], unread: dict[str, list[tuple[int, str]]],
     return [Problem("cut", unknown[0], f"the report is cut before its closing 'Requests/sec' and 'Transfer/sec' "
                                        f"lines: the {what} wrk prints just before them may be missing, so their "
                                        "0 is not known")]
+
+
+def mean_problems(r: WrkReport, stats_line: int | None) -> list[Problem]:
+    """A mean above the maximum of the same latencies: in ``Thread Stats`` (printed two decimals in its
+    unit, :data:`MEAN_SLACK`), or in a HdrHistogram's footer (in ms, three decimals). ``stats_line``: the
+    ``Latency`` row's line."""
+    out = []
+    s = r.latency_ms
+    if s is not None and math.isfinite(s.avg) and math.isfinite(s.max) and s.avg > s.max * MEAN_SLACK:
+        where = f"line {stats_line}: " if stats_line else ""
+        out.append(Problem("absurd", "latency_ms", f"{where}the mean latency ({s.avg:g} ms) is above the maximum "
+                                                   f"({s.max:g} ms) of the same latencies", stats_line))
+    for name, hist in (("histogram", r.histogram), ("uncorrected_histogram", r.uncorrected_histogram)):
+        mean, top = (hist.mean_ms, hist.max_ms) if hist is not None else (None, None)
+        if mean is not None and top is not None and math.isfinite(mean) and math.isfinite(top) and mean > top + 0.001:
+            label = name.replace("_", " ").replace("histogram", "latency histogram")
+            out.append(Problem("absurd", name, f"the footer of the {label} gives a mean ({mean:g} ms) above its "
+                                               f"maximum ({top:g} ms)"))
+    return out
