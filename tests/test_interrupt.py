@@ -177,3 +177,23 @@ def test_a_kernel_idle_between_cells_gets_the_ctrl_c_when_its_next_cell_runs(tmp
     with pytest.raises(KeyboardInterrupt):
         interruptible(run, kernels, "step 'x'")
     assert out.read_text() == "interrupted in the next cell" and time.monotonic() - t0 < 15
+
+
+def test_a_ctrl_c_during_a_build_ends_the_running_notebooks_instead_of_waiting_for_them():
+    """A replay build's notebooks run in worker threads: a Ctrl-C in the main thread ends their
+    work (on_interrupt: their kernels killed) rather than waiting for each to finish."""
+    from tunepath.publish import pool
+
+    stop, ended = threading.Event(), []
+
+    def job():
+        finished = stop.wait(30)          # a notebook that would run on for 30 s
+        ended.append(finished)
+        return finished
+
+    main = threading.get_ident()
+    threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        pool.run_in_order([job, job, job], 2, on_interrupt=stop.set)
+    assert time.monotonic() - t0 < 15 and ended == [True, True]   # the two running ended early; the third never ran

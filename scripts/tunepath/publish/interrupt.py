@@ -5,6 +5,11 @@ process; and nbclient, executing in the main thread, would take the SIGINT for i
 the busy kernel to shut down. :func:`interruptible` runs the execution in a worker thread: the main
 thread takes the Ctrl-C, passes it to the kernels (:class:`Kernels`), waits for their cells to end
 (a live step's guard puts the server back) and raises it.
+
+A replay build executes notebooks in worker threads (:mod:`tunepath.publish.pool`): their kernels
+are registered while they run (:func:`running`), and a Ctrl-C in the build's main thread ends them
+(:func:`end_running`): they only write into the build's staging directory, which is dropped, so
+the build stops in a second or two instead of waiting for every running notebook to finish.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Kernels", "interruptible", "INTERRUPT_GRACE_S"]
+__all__ = ["Kernels", "interruptible", "running", "end_running", "INTERRUPT_GRACE_S"]
 
 
 @dataclass
@@ -26,6 +32,35 @@ class Kernels:
 
     pids: list[int] = field(default_factory=list)
     interrupted: bool = False
+
+
+_RUNNING: list[Kernels] = []
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def running(kernels: Kernels):
+    """``kernels`` registered while the block runs, for :func:`end_running`."""
+    with _RUNNING_LOCK:
+        _RUNNING.append(kernels)
+    try:
+        yield kernels
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.remove(kernels)
+
+
+def end_running() -> None:
+    """End every registered kernel now (SIGKILL; their managers then shut them down at once)."""
+    with _RUNNING_LOCK:
+        found = list(_RUNNING)
+    for kernels in found:
+        kernels.interrupted = True
+        for pid in list(kernels.pids):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 INTERRUPT_GRACE_S = 60.0   # how long a Ctrl-C waits for the interrupted kernel's cell to end

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.publish.interrupt import INTERRUPT_GRACE_S, Kernels, interruptible
+from tunepath.publish.interrupt import INTERRUPT_GRACE_S, Kernels, interruptible, running
 from tunepath.publish.writefiles import holds, write_files
 from tunepath.project import project_dir
 from tunepath.settings import LIVE, NOTEBOOK, literal
@@ -292,7 +292,8 @@ def execute(source: Path, output: Path, params: dict, *, log_path: Path, what: s
     if Path(source).is_file() and threading.current_thread() is threading.main_thread():
         kernels = Kernels()
         return interruptible(functools.partial(call, started=kernels), kernels, what)
-    return call()
+    with running(Kernels()) as kernels:      # a build's: a Ctrl-C in its main thread ends them (end_running)
+        return call(started=kernels)
 
 
 def _execute(source: Path, output: Path, params: dict, *, log_path: Path, what: str, echo: bool,

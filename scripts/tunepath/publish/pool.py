@@ -45,10 +45,13 @@ def _drop_after(futures: list, k: int):
 
 def run_in_order(jobs: Sequence[Callable[[], T]], n_workers: int,
                  before: Callable[[int], None] = lambda i: None,
-                 after: Callable[[int, T], None] = lambda i, result: None) -> list[T]:
+                 after: Callable[[int, T], None] = lambda i, result: None,
+                 on_interrupt: Callable[[], None] = lambda: None) -> list[T]:
     """Run ``jobs`` on ``n_workers`` threads, started in order; for each job in order,
     ``before(i)`` once the jobs before it have been reported, then ``after(i, result)`` when
-    it has finished. Returns the results in order; raises what the first failing job raised."""
+    it has finished. Returns the results in order; raises what the first failing job raised.
+    A Ctrl-C calls ``on_interrupt()`` (it ends the running jobs' work) before the running jobs
+    are waited for."""
     if n_workers <= 1:
         results = []
         for i, job in enumerate(jobs):
@@ -66,8 +69,10 @@ def run_in_order(jobs: Sequence[Callable[[], T]], n_workers: int,
                 before(i)
                 results.append(future.result())
                 after(i, results[-1])
-        except BaseException:
+        except BaseException as exc:
             for future in futures:
                 future.cancel()          # not started: dropped; running: waited for when the pool closes
+            if isinstance(exc, KeyboardInterrupt):
+                on_interrupt()
             raise
     return results

@@ -27,6 +27,7 @@ from typing import Callable
 
 from tunepath import memo
 from tunepath.publish import cache, chartmemo, kernels, pool
+from tunepath.publish.interrupt import end_running
 
 __all__ = ["Progress", "BuildDirs", "Entry", "plan", "kernel_env", "early_kernels", "replay_all", "MEMO",
            "CHART_MEMO"]
@@ -170,7 +171,8 @@ def replay_all(entries: list[Entry], dirs: BuildDirs, done: Progress,
 
     try:
         pool.run_in_order([job(e) for e in jobs], done.workers, before=lambda i: report.executing(jobs[i]),
-                          after=lambda i, entry: report.finished(entry, len(jobs) - i - 1))
+                          after=lambda i, entry: report.finished(entry, len(jobs) - i - 1),
+                          on_interrupt=end_running)
     finally:
         if preloaded is not None:
             preloaded.close()
