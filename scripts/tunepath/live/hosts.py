@@ -45,6 +45,7 @@ SUDO_HOWTO = ("Allow the user passwordless sudo: on the host, run "
 SUDO_SHIM = 'if [ "$(id -u)" = 0 ] && ! command -v sudo >/dev/null; then sudo() { "$@"; }; fi\n'
 
 
+
 class CommandFailed(TunepathError):
     def __init__(self, result: "CommandResult", hint: str = ""):
         self.result = result
@@ -121,11 +122,11 @@ class Host:
 
     def kill_group(self, pidfile: str) -> bool:
         """End the process group recorded in ``pidfile`` (TERM, then KILL); True if one was running."""
-        from tunepath.model.shell import quote
+        from tunepath.model.shell import LIVE_MEMBER, quote
 
         r = self._run(f"pf={quote(pidfile, 'pid file')}; [ -s \"$pf\" ] || exit 3; g=$(cat \"$pf\"); rm -f \"$pf\"; "
-                      f"case $g in ''|*[!0-9]*) exit 3;; esac; kill -TERM -- -$g 2>/dev/null || exit 4; "
-                      f"for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 -- -$g 2>/dev/null || exit 0; sleep 0.3; done; "
+                      f"case $g in ''|*[!0-9]*) exit 3;; esac; kill -TERM -- -$g 2>/dev/null || exit 4; {LIVE_MEMBER} "
+                      f"for i in $(seq 30); do live || exit 0; sleep 0.1; done; "
                       f"kill -KILL -- -$g 2>/dev/null; exit 0", 30, display=f"kill group from {pidfile}")
         return r.exited == 0
 

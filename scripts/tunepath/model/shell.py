@@ -25,7 +25,13 @@ import shlex
 
 from tunepath.errors import TunepathError
 
-__all__ = ["PLACEHOLDERS", "PORT_PLACEHOLDER", "quote", "path", "port", "number", "check_text", "heredoc"]
+__all__ = ["PLACEHOLDERS", "PORT_PLACEHOLDER", "LIVE_MEMBER", "quote", "path", "port", "number", "check_text", "heredoc"]
+
+# a shell function, `live`: is a process of the group $g still running? One that has exited but is not
+# yet reaped (a zombie: some container inits reap late) has ended. /proc/PID/stat after the name:
+# state, ppid, process group
+LIVE_MEMBER = ("live() { for f in /proc/[0-9]*/stat; do read -r l < \"$f\" 2>/dev/null || continue; "
+               "set -- ${l##*) }; [ \"$3\" = \"$g\" ] && [ \"$1\" != Z ] && return 0; done; return 1; };")
 
 # the variables the path's pages use for what differs between hosts (what each means, and which
 # context field it stands for: tunepath.model.reader.VARIABLES)
