@@ -44,13 +44,26 @@ def export_cases() -> list[Case]:
         up("project-scripts", "{tmp}/project/scripts", "--upstream the project's scripts/"),
         up("project-static", "{tmp}/project/static/upstream", "--upstream inside the project's static/"),
         up("a-file", "{tmp}/upstream/file", "--upstream is a file", writes("upstream/file", lambda: MINE)),
-        up("no-build", "{tmp}/upstream", "a new directory, but the project was never built"),
+        up("no-build", "{tmp}/upstream", "a new directory, but the project was never built", _unbuilt),
         Case("export/upstream/run-missing", "export", ("export", "--upstream", "{tmp}/upstream", "--run", "nosuch"),
              REFUSE, project=(), watch=("upstream",), note="--run names no run"),
         Case("export/check-with-run", "export", ("export", "--check", "{tmp}/export", "--run", "x"), REFUSE,
              project=(), setup=_export(), watch=("export",), note="--check with --run"),
     ]
     return out + _check_cases()
+
+
+def _unbuilt(tmp) -> None:
+    """The project copy as a checkout that was never built: no built data, no charts (the checkout
+    the census runs from may have been built: its data/ and static/charts/ are copied with it)."""
+    import shutil
+
+    for built in ("data/steps", "data/summary.json", "data/path.json", "static/charts"):
+        target = tmp / "project" / built
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
 
 
 def _export(*damage) -> object:
