@@ -448,3 +448,18 @@ def test_ssh_put_keeps_the_mode(sshd, tmp_path):
             target.chmod(0o644)
             host.put(source, str(target))
             assert target.read_bytes() == source.read_bytes() and stat.S_IMODE(target.stat().st_mode) == mode
+
+
+@pytest.mark.parametrize("host", ["fe80::1%eth0;id", "fe80::1%eth0 x", "fe80::1%a/b", "fe80::1%" + "e" * 16,
+                                  "fe80::1%$(id)"])
+def test_an_ipv6_zone_must_be_an_interface_name(tmp_path, host):
+    """Issue 34, item 8: Python's ip_address takes any text after '%'."""
+    path = write(tmp_path, f"[server]\nhost = {json.dumps(host)}\n{OK_CLIENT}")
+    with pytest.raises(TunepathError) as caught:
+        load_inventory(path)
+    assert "host" in one_line(caught.value)
+
+
+def test_an_ipv6_address_with_an_interface_zone_is_accepted(tmp_path):
+    path = write(tmp_path, f'[server]\nhost = "fe80::1%eth0"\n{OK_CLIENT}')
+    assert load_inventory(path).server.host == "fe80::1%eth0"

@@ -226,3 +226,18 @@ def test_after_a_patched_test_the_real_functions_are_back():
 
     for function in (hosts.open_hosts, hosts.connect, start.open_hosts, actions.connect):
         assert function.__module__ == "tunepath.live.hosts" and function.__name__ in ("open_hosts", "connect")
+
+
+@pytest.mark.parametrize("argv", [["--hosts", "a" * 5000], ["--tomcat-tarball", "a" * 5000],
+                                  ["--hosts", "~nosuchuser-tunepath/hosts.toml"], ["--hosts", "INVENTORY"]])
+def test_a_path_that_cannot_be_is_one_short_line_and_exit_2(capsys, nothing_may_connect, tmp_path, argv):
+    """Issue 34, item 6: a 5,000-character path (ENAMETOOLONG) and ~user with no such user (RuntimeError
+    from expanduser), on the command line or as an inventory's key_file, were tracebacks."""
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('[server]\nhost = "127.0.0.1"\nkey_file = "~nosuchuser-tunepath/id"\n'
+                         '[[clients]]\nhost = "local"\n')
+    argv = [str(inventory) if a == "INVENTORY" else a for a in argv]
+    code = _run_main(["run", "--check-options", *argv, "--runs-dir", str(tmp_path / "runs")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.startswith("tunepath: ") and err.count("\n") == 1, err
+    assert len(err) < 700

@@ -65,3 +65,33 @@ def test_an_inventory_nested_thousands_deep_is_one_line(tmp_path, value):
     hosts.write_text(f'[server]\nhost = "127.0.0.1"\nz = {value}\n')
     with pytest.raises(TunepathError, match="nested too deeply"):
         load_inventory(str(hosts))
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\r\x9b31m\x7f"
+
+
+def test_compare_shows_recorded_control_characters_escaped():
+    """Issue 34, item 7: a server name holding an OSC title and a clear-screen went to the terminal raw."""
+    from tunepath.publish.compare_text import pair_lines
+
+    doc = {"a": {"run_id": "a", "server": f"srv{ESCAPES}"}, "b": {"run_id": "b", "server": "srv"}, "steps": [],
+           "facts": [{"label": f"kernel{ESCAPES}", "a": ESCAPES, "b": "6.8", "differs": True}]}
+    text = "\n".join(pair_lines(doc))
+    assert not any(c in text for c in "\x1b\x07\r\x9b\x7f") and "\\x1b]0;owned\\x07" in text
+
+
+def test_an_error_line_is_escaped_and_cut_to_a_readable_line(capsys, monkeypatch):
+    """Issue 34, items 7 and 11: an error quoting a run field printed its ESC sequences raw, and an
+    ENOSPC error quoting a long detail was one line of 15 KB."""
+    from tunepath import cli
+    from tunepath.live.session import progress
+
+    def fails(args):
+        raise TunepathError(f"run {ESCAPES}: writing failed ({'x' * 15_000}); free some space and retry")
+
+    monkeypatch.setattr(cli, "_cmd_compare", fails)
+    assert cli.main(["compare", "a", "b"]) == 2
+    progress(f"step baseline on {ESCAPES}")
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and len(err) < 700 and err.rstrip().endswith("free some space and retry")
+    assert not any(c in err + out for c in "\x1b\x07\r\x9b\x7f") and "\\x1b[2J" in err and "\\x1b[2J" in out

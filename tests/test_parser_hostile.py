@@ -421,3 +421,23 @@ def test_an_ab_count_on_the_line_the_report_is_cut_at_is_not_trusted(line, keep,
     assert any(p.code == "cut" and p.field == field for p in r.problems), r.problems
     if field == "requests":
         assert not r.requests_per_sec_trusted
+
+
+SUMMARY_ONLY = (TEST_DATA / "jmeter" / "summary-only.out").read_text()
+
+
+@pytest.mark.parametrize("change", [("in 00:00:05 =", f"in {d} =") for d in ("00:05", "1.2.3s", "00:00:05:01", ".")]
+                         + [("2140 in", "9" * 5000 + " in")])
+def test_a_damaged_jmeter_summary_is_one_line_never_a_traceback(change):
+    """Issue 34, item 6: durations JMeter never prints and a 5,000-digit count."""
+    with pytest.raises(ParseError) as caught, deadline():
+        parse_report(SUMMARY_ONLY.replace(*change), "jmeter")
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["1e999", '"nan"', "[" * 100_000 + "]" * 100_000])
+def test_a_damaged_jmeter_dashboard_is_a_problem_flag_and_the_summary_stays(value):
+    """Issue 34, item 6: a dashboard with an infinite or non-numeric sampleCount, or nested 100,000 deep."""
+    with deadline():
+        report = parse_report(JMETER.replace('"sampleCount" : 100576', f'"sampleCount" : {value}'), "jmeter")
+    assert report.requests == 100576 and report.problems

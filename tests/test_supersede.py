@@ -106,3 +106,22 @@ def test_a_cycle_is_refused_when_marked_and_when_found_in_the_records(runs):
     loaded = RunStore(runs, REGISTRY.names).load_all()
     with pytest.raises(RunError, match="cycle"):
         check_superseding(loaded, {r.run_id for r in loaded})
+
+
+def test_a_full_disk_leaves_no_temp_file_and_the_record_unchanged(runs, monkeypatch):
+    """Issue 34: ENOSPC while writing run.json.tmp left the half-written file behind."""
+    import errno
+    from pathlib import Path
+
+    before = (runs / OLD / "run.json").read_bytes()
+    real = Path.write_text
+
+    def full(self, data, *args, **kwargs):
+        real(self, data[:100], *args, **kwargs)               # part of it reached the disk
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(RunError, match="No space left on device"):
+        supersede(RunStore(runs, REGISTRY.names), OLD, NEW, "newer")
+    assert not (runs / OLD / "run.json.tmp").exists()
+    assert (runs / OLD / "run.json").read_bytes() == before

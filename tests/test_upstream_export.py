@@ -368,3 +368,35 @@ def test_a_hostile_page_is_one_problem_of_the_check_never_a_traceback_or_a_hang(
     assert len(about) == 1 and expected in about[0], proc.stdout
     problems = [p.message for p in check_path(lp) if p.file == page]
     assert len(problems) == 1 and expected in problems[0], problems
+
+
+@pytest.mark.fast
+def test_staging_is_beside_the_destination_and_a_killed_exports_leftovers_go(tmp_path):
+    """Issue 34, item 9: a killed export left `.tunepath-export-*` in the destination's nearest existing
+    ancestor, which could be `/`. The staging is in the destination's parent or nowhere, and the next
+    export removes the stale ones there (their process gone, or older than a day)."""
+    import time
+
+    from tunepath.publish.upstream.staging import PREFIX, make_staging
+
+    with pytest.raises(TunepathError, match="does not exist") as refused:
+        make_staging(tmp_path / "typo" / "deeper" / "repo")
+    assert "\n" not in str(refused.value) and not list(tmp_path.glob(f"{PREFIX}*"))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    dead = tmp_path / f"{PREFIX}{gone}-abc"           # its process has ended
+    old = tmp_path / f"{PREFIX}{os.getpid()}-old"      # a live process, but two days old
+    mine = tmp_path / f"{PREFIX}{os.getpid()}-new"     # a live export's: kept
+    odd = tmp_path / f"{PREFIX}note"                   # a file of that name: not a staging directory
+    for d in (dead, old, mine):
+        (d / "x").mkdir(parents=True)
+    odd.write_text("x")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    work = make_staging(tmp_path / "repo")
+    assert work.parent == tmp_path and work.name.startswith(f"{PREFIX}{os.getpid()}-")
+    assert not dead.exists() and not old.exists() and mine.exists() and odd.exists()
+    if os.geteuid() != 0:                              # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(TunepathError, match="not writable"):
+            make_staging(locked / "repo")

@@ -33,6 +33,7 @@ from pathlib import Path
 from tunepath import __version__
 from tunepath.errors import TunepathError as UserError, is_expected
 from tunepath.settings import LIVE, WHERE, by_name
+from tunepath.terminal import one_line_cut, safe
 
 
 def _cmd_parse(args) -> int:
@@ -115,8 +116,8 @@ def _cmd_plan(args) -> int:
     step = REGISTRY.get(args.step)
     run = RunStore(_runs_dir(args), REGISTRY.names).load(args.run)
     for block in step.plan(run.context):
-        print(f"# [{block.id}] on the {block.host}: {block.title}")
-        print(block.text)
+        print(safe(f"# [{block.id}] on the {block.host}: {block.title}", newlines=False))
+        print(safe(block.text))
         print()
     return 0
 
@@ -373,12 +374,12 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):   # writing our output failed
-            print(f"tunepath: writing the output failed: {exc.strerror}", file=sys.stderr)
+            print(f"tunepath: writing the output failed: {one_line_cut(safe(exc.strerror))}", file=sys.stderr)
             return 2
         raise
     except Exception as exc:  # noqa: BLE001 - only the expected ones are caught
         if is_expected(exc):
-            print(f"tunepath: {exc}", file=sys.stderr)
+            print(f"tunepath: {one_line_cut(safe(exc))}", file=sys.stderr)   # quoted fields may hold ESC
             return 2
         raise
 

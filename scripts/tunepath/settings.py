@@ -143,11 +143,12 @@ def _local_file(path, setting: Setting) -> str | None:
         raise TunepathError(f"{_named(setting)} {path!r}: give the path of a file")
     try:
         p = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError) as exc:      # a symlink loop, a name too long
+        directory, regular = p.is_dir(), p.is_file()
+    except (OSError, RuntimeError) as exc:      # a symlink loop, a name too long, ~nosuchuser
         raise TunepathError(f"{_named(setting)} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if p.is_dir():
+    if directory:
         raise TunepathError(f"{_named(setting)} {path}: is a directory, not a file")
-    if not p.is_file():
+    if not regular:
         raise TunepathError(f"{_named(setting)} {path}: no such file")
     return str(p)
 

@@ -46,8 +46,12 @@ def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
     record = json.loads(path.read_text(encoding="utf-8"))
     record["superseded_by"] = {"run": by, "why": why.strip()}
     tmp = path.with_name("run.json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:                           # a full disk: no half-written run.json.tmp stays
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"run {old!r}: writing {path} failed ({exc.strerror or exc}); it is unchanged") from None
     store.load(old)                                  # and still valid after
     return path
 

@@ -56,6 +56,7 @@ TOP_KEYS = ("server", "clients", "known_hosts", "label", "emulated")
 MAX_LABEL = 300
 SECRET_KEYS = ("password", "passphrase", "sudo_password")
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
+ZONE = re.compile(r"[A-Za-z0-9_.:-]{1,15}")        # a Linux interface name (IFNAMSIZ - 1)
 USER_NAME = re.compile(r"[A-Za-z0-9_][^\s\x00-\x1f\x7f:/]{0,63}")
 
 
@@ -130,9 +131,14 @@ def _host(raw: dict, where: str, key: str = "host") -> str:
         raise TunepathError(f"{where} needs host = \"name or address\" (or \"local\")")
     try:
         ipaddress.ip_address(host)
-        return host
     except ValueError:
         pass
+    else:           # Python takes any text after an IPv6 address's '%': "fe80::1%eth0;id"
+        _, percent, zone = host.partition("%")
+        if percent and not ZONE.fullmatch(zone):
+            raise TunepathError(f"{where} {key}: the zone after '%' must be an interface name (at most 15 "
+                                "letters, digits, '_', '.', ':' or '-'), such as fe80::1%eth0")
+        return host
     if len(host) > 253 or not HOST_NAME.fullmatch(host):
         raise TunepathError(f"{where} {key} must be a DNS name or an IP address (letters, digits, '.', '-', "
                             "'_'; at most 253 characters; no user@ or :port, which have their own keys)")
@@ -153,11 +159,14 @@ def _path(raw: dict, key: str, where: str) -> Path | None:
     value = _string(raw, key, where)
     if value is None:
         return None
-    path = Path(value).expanduser()
     try:
+        path = Path(value).expanduser()     # "~nosuchuser/id": no such user, no home directory
         os.stat(path)
     except FileNotFoundError:
         pass
+    except RuntimeError:
+        raise TunepathError(f"{where} {key} {value}: no such user, so no home directory to expand "
+                            "~user in") from None
     except OSError as exc:   # ENAMETOOLONG, ELOOP, EACCES on a parent, …
         raise TunepathError(f"{where} {key} {value}: {exc.strerror or exc}") from None
     return path

@@ -35,6 +35,7 @@ from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_rol
 from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
 from tunepath.live.option_checks import check_dir, check_number, check_readable
+from tunepath.terminal import safe
 from tunepath.live.loadgen import LoadTool, detect, duration_for, get_profile
 from tunepath.live.placement import baseline_cpus
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
@@ -53,7 +54,7 @@ SIDE_FILES = (".options.json", ".mask.json", ".context.json", ".kernel-stderr.lo
 
 
 def progress(message: str) -> None:
-    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+    print(f"[{dt.datetime.now():%H:%M:%S}] {safe(message)}", flush=True)      # it quotes recorded strings
 
 
 @dataclass

@@ -9,6 +9,8 @@ Then the host facts and load settings that differ.
 
 from __future__ import annotations
 
+from tunepath.terminal import safe
+
 __all__ = ["pair_lines", "MARK"]
 
 MARK = "⚑"
@@ -55,4 +57,4 @@ def pair_lines(doc: dict) -> list[str]:
     differ = [f for f in doc["facts"] if f["differs"]]
     lines.append(f"\n{len(differ)} fact(s) differ — read them before any ratio:")
     lines += [f"  {f['label']}: {f['a']}  |  {f['b']}" for f in differ]
-    return lines
+    return [safe(line) for line in lines]       # recorded strings must not drive the terminal

@@ -6,7 +6,7 @@ that are no step (the method page), ``_next-steps.md``, and the charts of the ch
 the pages. Prose about the project's own lab (``{{% lab %}}``) is left out. Figures are frozen from the built data
 (``data/``, ``static/charts/``), one run per step (``freeze.py``).
 
-The path is written into a staging directory, checked against the repository's rules
+The path is written into a staging directory beside DIR (``staging.py``), checked against the repository's rules
 (``check.py``) and only then moved into place: a failed export leaves DIR as it was.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tunepath.errors import TunepathError
 from tunepath.publish.upstream import escape, rules, tables
 from tunepath.publish.upstream.check import check_path, find_path, front_matter, read_page
 from tunepath.publish.upstream.freeze import Freezer, Frozen, SiteData
+from tunepath.publish.upstream.staging import make_staging
 
 __all__ = ["ExportResult", "export_upstream", "page_file"]
 
@@ -153,12 +153,6 @@ def _write(staged: Path, project: Path, freezer: Freezer, commit: str) -> tuple[
     return weight + 1, len(images), notes
 
 
-def _ancestor(path: Path) -> Path:
-    while not path.exists():
-        path = path.parent
-    return path
-
-
 # what the project is made of: an export never lands inside any of these (issue 30, item 5.2)
 PROJECT_SOURCES = ("config.toml", "content", "layouts", "static", "data", "notebooks", "scripts", "runs", "docs",
                    "tests", ".ci")
@@ -177,7 +171,7 @@ def export_upstream(project: Path, dest: Path, run: str | None = None) -> Export
                                 f"own {name}: nothing written. Give a checkout of {rules.REPOSITORY} "
                                 "outside the project")
     freezer = Freezer(SiteData.load(project), run)
-    work = Path(tempfile.mkdtemp(prefix=".tunepath-export-", dir=_ancestor(target.parent)))
+    work = make_staging(dest)
     try:
         staged = work / rules.CATEGORY / slug
         staged.mkdir(parents=True)
