@@ -201,6 +201,30 @@ def test_failed_execution_changes_no_manifest(site, monkeypatch, capsys):
     assert site.rebuild(monkeypatch) == []            # the published outputs still match their inputs
 
 
+def test_runs_changed_while_the_build_read_them_are_neither_published_nor_cached(site, monkeypatch, capsys):
+    """Issue 34, finding 2: a raw report tripled while its step's notebook ran, then put back, must
+    not leave the tripled figures cached under the original runs' key."""
+    raw = site.live_raw()
+    original = raw.read_bytes()
+    manifests = {s: cache.manifest_path(site.site_dir, s).read_bytes() for s in STEPS}
+    real = build.execute_step
+
+    def edits_while_it_runs(step, *args, **kwargs):
+        raw.write_bytes(original + b"\n")             # another process writes into runs/ meanwhile
+        return real(step, *args, **kwargs)
+
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(build, "execute_step", edits_while_it_runs)
+            with pytest.raises(TunepathError, match="changed while the build read them"):
+                site.build(use_cache=False)
+    finally:
+        raw.write_bytes(original)
+    assert {s: cache.manifest_path(site.site_dir, s).read_bytes() for s in STEPS} == manifests
+    capsys.readouterr()
+    assert site.rebuild(monkeypatch) == []            # what is published still matches the runs as they are
+
+
 def test_both_notebooks_failing_names_the_first_step(site, monkeypatch):
     """Side by side, the failure reported is the first step's, as one after the other."""
     paths = [site.notebooks / REGISTRY.get(s).notebook for s in STEPS]

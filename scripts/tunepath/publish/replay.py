@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from tunepath import memo
+from tunepath.errors import TunepathError
 from tunepath.publish import cache, chartmemo, kernels, pool
 from tunepath.publish.interrupt import end_running
 
@@ -177,6 +178,11 @@ def replay_all(entries: list[Entry], dirs: BuildDirs, done: Progress,
         if preloaded is not None:
             preloaded.close()
     report.until(len(entries) + 1)
+    read = {e.key.runs for e in jobs if e.key.runs}
+    if read and cache.runs_digest(dirs.runs_dir) not in read:
+        # what the notebooks read is not what the key says: neither publish it nor cache it
+        raise TunepathError(f"the recorded runs in {dirs.runs_dir} changed while the build read them; nothing "
+                            "was published or cached: build again once nothing writes there")
     _record(jobs, dirs, before)
 
 
