@@ -1,9 +1,13 @@
-"""Issue 30, review finding 19: after runs are removed, a build no longer publishes their charts
-(they stayed in static/charts/ and public/charts/, with or without the cache)."""
+"""What a build leaves must not outlive it: after runs are removed, their charts (issue 30, review
+finding 19: they stayed in static/charts/ and public/charts/, with or without the cache); after a
+build is killed, its kernels' socket directory (issue 34, finding 11)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -44,3 +48,19 @@ def test_a_run_directory_linked_from_elsewhere_is_hashed_through_the_link(tmp_pa
     before = runs_digest(runs)
     (elsewhere / "run.json").write_text('{"edited": true}')
     assert runs_digest(runs) != before
+
+
+def test_a_killed_builds_kernel_socket_directory_goes_with_the_next_build(tmp_path, monkeypatch):
+    """Issue 34, finding 11: a SIGKILLed build leaves /tmp/tunepath-kernels-*; the next build's
+    preloading removes those whose build is gone, and no other."""
+    from tunepath.publish import kernels
+
+    monkeypatch.setattr(kernels.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = tmp_path / f"{kernels.DIR_PREFIX}{dead.stdout.strip()}-abc"
+    alive = tmp_path / f"{kernels.DIR_PREFIX}{os.getpid()}-def"
+    for d in (gone, alive):
+        d.mkdir()
+        (d / "fork.sock").write_text("")
+    kernels._forget_dead()
+    assert not gone.exists() and alive.exists()

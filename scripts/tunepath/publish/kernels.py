@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import select
 import signal
 import socket
@@ -101,12 +102,31 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
 
+DIR_PREFIX = "tunepath-kernels-"        # then the building process's pid
+
+
+def _forget_dead() -> None:
+    """The socket directories of builds whose process is gone (a SIGKILLed build cannot remove its
+    own), this user's only."""
+    for old in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*"):
+        pid = old.name[len(DIR_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or old.is_symlink() or old.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+
+
 class Preloaded:
     """The build's preloading process (a context manager: it ends when the build's notebooks
     are done)."""
 
     def __init__(self, env: dict[str, str], log_path: Path, cwd: Path):
-        self.dir = Path(tempfile.mkdtemp(prefix="tunepath-kernels-"))   # 0700; a short socket path
+        _forget_dead()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))   # 0700; a short socket path
         self.socket = self.dir / "fork.sock"
         self.failed = False                    # not ready in time: every kernel starts the ordinary way
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
