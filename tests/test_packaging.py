@@ -33,7 +33,8 @@ PKG = ROOT / "scripts" / "tunepath"
 WRK2_REPORT = "latency.txt"            # a real wrk2 --latency report in the shared fixtures
 HEAVY_MODULES = ("fabric", "paramiko", "invoke", "pandas", "matplotlib", "papermill")
 # tunepath.settings: the table `tunepath run`'s options are built from (it imports only errors and versions)
-PARSE_NEEDS = ("tunepath", "tunepath.cli", "tunepath.errors", "tunepath.versions", "tunepath.settings", "tunepath.parse")
+PARSE_NEEDS = ("tunepath", "tunepath.cli", "tunepath.errors", "tunepath.versions", "tunepath.settings", "tunepath.parse",
+               "tunepath.terminal")     # the CLI prints every error through it (control characters escaped)
 
 
 @dataclass(frozen=True)
