@@ -370,6 +370,7 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch, tmp_path):
     failed, record, quick = [], {"blocks": [{"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}, []
     monkeypatch.setattr(actions, "cleanup", lambda *a, quick=False, calls=quick: calls.append(quick))
     monkeypatch.setattr(actions, "restore", lambda server: ["eth0: combined 4 queues again"])
+    monkeypatch.setattr(actions, "answers", lambda host: True)
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
                               recorder=SimpleNamespace(runs_dir=tmp_path,
                                                        fail=lambda step, message, **kw: failed.append((step, message)),
@@ -393,6 +394,32 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch, tmp_path):
     assert notes[0].startswith("When baseline was interrupted: Tomcat and the load stopped")
     assert notes[1].startswith("When numa failed: ") and all("eth0: combined 4 queues again" in n for n in notes)
     assert [n["steps"] for n in record["notes"]] == [["baseline"], ["numa"]]
+
+
+def test_a_step_interrupted_while_its_server_is_down_leaves_the_server_to_the_run(monkeypatch, tmp_path):
+    """A Ctrl-C during the reboot wait finds the server down: the guard stops the clients' load,
+    runs no command on the server (each would wait for it), and leaves the put-back to the run's
+    clean-up, which waits for the boot (no mark that the server is back)."""
+    from types import SimpleNamespace
+
+    from tunepath.live import actions
+    from tunepath.live.putback import BOOT_WAIT_S, RECONNECT_S, patience
+    from tunepath.live.session import side_file
+
+    calls, notes = [], []
+    monkeypatch.setattr(actions, "answers", lambda host: False)
+    monkeypatch.setattr(actions, "cleanup", lambda *a, **kw: calls.append("cleanup"))
+    monkeypatch.setattr(actions, "restore", lambda server: calls.append("restore") or [])
+    monkeypatch.setattr(actions, "cleanup_clients", lambda clients, run_id: calls.append("clients"))
+    session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
+                              recorder=SimpleNamespace(runs_dir=tmp_path, fail=lambda *a, **kw: None,
+                                                       note_put_back=lambda lines, when, steps: notes.append(lines)))
+    with pytest.raises(KeyboardInterrupt):
+        with actions.step_guard(session, "iommu"):
+            raise KeyboardInterrupt
+    assert calls == ["clients"] and not side_file(tmp_path, "r", ".put-back.json").exists()
+    assert "does not answer" in notes[0][0]
+    assert patience(SimpleNamespace(allow_reboot=True)) == BOOT_WAIT_S > patience(SimpleNamespace(allow_reboot=False)) == RECONNECT_S
 
 
 def test_a_put_back_is_noted_on_the_pages_it_concerns(tmp_path):

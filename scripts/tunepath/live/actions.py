@@ -46,6 +46,9 @@ def step_guard(session: Session, step: str):
         held = HeldInterrupts(GUARD_BUDGET_S, f"step {step}")      # JupyterLab's stop button, pressed again
         held.hold()
         try:
+            if not answers(session.server):       # down (the reboot wait): each command would wait for it
+                cleanup_clients(session.clients, session.run_id)
+                raise TunepathError("the server does not answer (rebooting, or lost); the load was stopped")
             cleanup(session.server, session.tomcat, session.clients, session.run_id, quick=interrupted)
             done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
             if session.options.apply:
@@ -109,6 +112,23 @@ def load_pidfile(client: Host, run_id: str, index: int = 0) -> str:
     """Where the load generator's process group is kept (one per client: two clients may be
     the same machine)."""
     return f"{expand_home(client, '~')}/.tunepath/load-{run_id}{f'-{index}' if index else ''}.pid"
+
+
+def answers(host: Host) -> bool:
+    """Does ``host`` answer now (at most one connection attempt)?"""
+    try:
+        return host.run("true", timeout=10, check=False).ok
+    except TunepathError:
+        return False
+
+
+def cleanup_clients(clients: list[Host], run_id: str) -> None:
+    """The load generators on the clients stopped (each tried)."""
+    for i, client in enumerate(clients):
+        try:
+            client.kill_group(load_pidfile(client, run_id, i))
+        except TunepathError:
+            pass
 
 
 def cleanup(server: Host, tomcat: Tomcat, clients: list[Host], run_id: str, quick: bool = False) -> None:

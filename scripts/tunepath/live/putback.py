@@ -16,9 +16,10 @@ from dataclasses import replace
 
 from tunepath.errors import TunepathError
 
-__all__ = ["put_back", "restore_host", "restore_server", "RECONNECT_S"]
+__all__ = ["put_back", "restore_host", "restore_server", "patience", "RECONNECT_S", "BOOT_WAIT_S"]
 
 RECONNECT_S = 60        # how long putting the server back keeps trying to reach it
+BOOT_WAIT_S = 600       # … where the run may reboot it (``allow_reboot``): it may be booting
 # a remote command's wrapper (live/hosts.SSHHost) whose parent is no sshd lost its session: a dead run's
 STRAY_COMMANDS = ("for p in $(pgrep -u \"$(id -u)\" -f '^timeout --kill-after=[0-9]+s [0-9]+s bash -c'); do "
                   "case \"$(ps -o comm= -p \"$(ps -o ppid= -p \"$p\" | tr -d ' ')\" 2>/dev/null)\" in sshd*) continue;; "
@@ -66,10 +67,16 @@ def _end_strays(server) -> list[str]:
     return [f"{n} command(s) left running by the run ended"] if n else []
 
 
+def patience(options) -> float:
+    """How long putting the server back waits for it to answer: a run that may reboot it waits
+    out a boot (a Ctrl-C during the reboot wait finds it down), any other a restarting sshd."""
+    return BOOT_WAIT_S if options.allow_reboot else RECONNECT_S
+
+
 def put_back(options, run_id: str, failed: bool = True, settled: bool = False) -> list[str]:
     """Stop what the run started (after a failure, first what its dead step left running) and
     restore the server (with ``allow_reboot``, its kernel parameters too: a reboot); if a host drops
-    out on the way, reconnect and start over, for up to ``RECONNECT_S`` seconds. Returns what the
+    out on the way, reconnect and start over, for up to :func:`patience` seconds. Returns what the
     restore did. ``settled``: the interrupted step's guard put the server back in full, so only
     what its dead step left running and the run's lock remain (a Ctrl-C ends the run in seconds)."""
     from tunepath.live.actions import cleanup
@@ -84,7 +91,7 @@ def put_back(options, run_id: str, failed: bool = True, settled: bool = False) -
             raise
         except TunepathError as exc:
             progress(f"ending the run on the server failed ({exc}); putting it back in full")
-    deadline = time.monotonic() + RECONNECT_S
+    deadline = time.monotonic() + patience(options)
     while True:
         try:
             with _reach(options, deadline - time.monotonic()) as (server, clients):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.held import HeldInterrupts
-from tunepath.live.putback import RECONNECT_S, put_back, restore_server
+from tunepath.live.putback import patience, put_back, restore_server
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
 from tunepath.steps import REGISTRY
@@ -132,7 +132,7 @@ def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float
     progress(f"run {run_id}: server {inventory.server.label}, client(s) "
              f"{', '.join(c.label for c in inventory.clients)}, profile {options.profile}"
              f"{', apply' if options.apply else ', dry-run for disruptive steps'}")
-    held, step = HeldInterrupts(RECONNECT_S + 30), None
+    held, step = HeldInterrupts(patience(options) + 30), None
     try:
         for i, step in enumerate(chosen, 1):
             t0 = time.monotonic()
