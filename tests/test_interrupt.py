@@ -198,3 +198,17 @@ def test_a_ctrl_c_during_a_build_ends_the_running_notebooks_instead_of_waiting_f
     with pytest.raises(KeyboardInterrupt):
         pool.run_in_order([job, job, job], 2, on_interrupt=stop.set)
     assert time.monotonic() - t0 < 15 and ended == [True, True]   # the two running ended early; the third never ran
+
+
+def test_no_kernel_is_started_once_a_ctrl_c_has_come():
+    """A Ctrl-C between the step's start and its kernel's launch: the kernel is never started (it
+    would only be interrupted while it starts, which takes seconds to notice)."""
+    import asyncio
+
+    from tunepath.publish.notebooks import quiet_kernel_manager
+
+    kernels = Kernels(interrupted=True)
+    manager = quiet_kernel_manager(None, started=kernels)(kernel_name="python3")
+    with pytest.raises(TunepathError, match="interrupted before"):
+        asyncio.run(manager.start_kernel())
+    assert kernels.pids == []

@@ -216,6 +216,8 @@ def quiet_kernel_manager(log_path: str | None, cwd: str | None = None, env: dict
 
     class QuietKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
+            if started is not None and started.interrupted:    # a Ctrl-C came first: no kernel to start
+                raise TunepathError("interrupted before the notebook's kernel started")
             if cwd is not None:
                 kw.setdefault("cwd", cwd)
             if env:
