@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tunepath.errors import TunepathError
-from tunepath.live.held import HeldInterrupts
+from tunepath.live.held import HeldInterrupts, StopSignals
 from tunepath.publish.interrupt import Kernels, interruptible
 
 pytestmark = pytest.mark.fast
@@ -128,6 +128,42 @@ def test_ctrl_c_during_the_restore_is_held_and_says_so(capsys):
         held2.hold()
         os.kill(os.getpid(), signal.SIGINT)
         held2.release()
+
+
+def test_sigterm_and_sighup_stop_a_run_as_a_ctrl_c_does(capsys):
+    """`kill PID` of a run used to end it at once, the server left changed and locked."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with StopSignals():
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signum)
+                time.sleep(5)                        # the handler runs before this ends
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL       # put back afterwards
+    # while the server is put back, a SIGTERM is held like a Ctrl-C, and raised once that is done
+    held, said = HeldInterrupts(90), ""
+    with StopSignals(), pytest.raises(KeyboardInterrupt):
+        held.hold()
+        os.kill(os.getpid(), signal.SIGTERM)
+        out = capsys.readouterr()
+        said = out.out + out.err
+        held.release()
+    assert "the server is being put back" in said
+
+
+def test_a_run_in_the_background_stops_on_sigterm_and_keeps_nohup(tmp_path):
+    """A script's `scripts/run … &` ignores SIGINT; a SIGTERM still stops it as a Ctrl-C does. A
+    SIGHUP that nohup ignored stays ignored."""
+    code = ("import os, signal, time\n"
+            "from tunepath.live.held import StopSignals\n"
+            "with StopSignals():\n"
+            "    os.kill(os.getpid(), signal.SIGHUP); print('hup ignored', flush=True)\n"
+            "    try:\n"
+            "        os.kill(os.getpid(), signal.SIGTERM); time.sleep(5); print('still running')\n"
+            "    except KeyboardInterrupt:\n"
+            "        print('interrupted', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                          preexec_fn=lambda: [signal.signal(signal.SIGINT, signal.SIG_IGN),
+                                              signal.signal(signal.SIGHUP, signal.SIG_IGN)])
+    assert proc.stdout.split() == ["hup", "ignored", "interrupted"], proc.stderr
 
 
 def test_a_step_guard_finishes_its_restore_through_a_second_ctrl_c(monkeypatch, tmp_path, capsys):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ROOT
-from harness.faults.probe import NOTICED, SIGINTS, Controller, machine_state, put_machine_back, say
+from harness.faults.probe import NOTICED, STOPS, Controller, machine_state, put_machine_back, say
 from harness.faults.report import Plan, Trial, duration, load_trials, write_results
 from harness.faults.target import Target
 from tunepath.errors import TunepathError
@@ -138,7 +138,7 @@ class Harness:
             fault = time.monotonic()
             self.target.inject(self, plan, t, ctl)
         t.exit_status, t.hung = ctl.finish(self.target.run_limit_s)
-        if trigger is not None and t.injected and (plan.kind in SIGINTS or plan.signal == "SIGINT"):
+        if trigger is not None and t.injected and (plan.kind in STOPS or plan.signal == "SIGINT"):
             t.to_exit_s = round(time.monotonic() - fault, 2)
         elif trigger is not None and t.injected and not plan.signal:   # a server lost: when the run gave it up
             t.noticed_s = ctl.first_after(fault, NOTICED)

@@ -283,6 +283,7 @@ class Controller:
 
 
 SIGINTS = ("sigint", "sigint-pgrp", "sigint-runner")   # sigint is sigint-pgrp's older name
+STOPS = (*SIGINTS, "sigterm-runner")     # a signal that asks the run to stop: its time to exit is measured
 
 
 # the run's first line once it has given the server up: a step's guard taking over after a command
@@ -293,8 +294,9 @@ NOTICED = re.compile(r": (TunepathError|CommandFailed): restoring the server|los
 def inject(kind: str, lab, ctl: Controller, outage: float) -> float | None:
     """One fault; returns how long the sshd or the link was down."""
     ctl.remember_kernels()
-    if kind in SIGINTS or kind == "sigkill":
-        ctl.signal(signal.SIGKILL if kind == "sigkill" else signal.SIGINT, group=kind != "sigint-runner")
+    if kind in STOPS or kind == "sigkill":
+        sent = {"sigkill": signal.SIGKILL, "sigterm-runner": signal.SIGTERM}.get(kind, signal.SIGINT)
+        ctl.signal(sent, group=kind not in ("sigint-runner", "sigterm-runner"))
         return None
     if kind == "sshd":
         lab.kill_sshd("server")

@@ -42,7 +42,7 @@ class Plan:
 class Trial:
     """One fault injected into one applied run, and what came of it."""
 
-    kind: str                      # server: sigint, sigint-pgrp, sigint-runner, sigkill, sshd, link; VM: grub,
+    kind: str                      # server: sigint, sigint-pgrp, sigint-runner, sigterm-runner, sigkill, sshd, link; VM: grub,
                                    # dropin, rebootwait, controller
     index: int                     # 1… within its kind
     seed: int                      # the trial's own seed (derived from the harness's)

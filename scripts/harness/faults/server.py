@@ -1,6 +1,6 @@
 """The namespace lab's server as a fault target (``scripts/faults``): :class:`LabServer`.
 
-``scripts/faults [--trials N] [--kinds sigint-pgrp,sigint-runner,sigkill,sshd,link] [--prefix P] [--dir D] [--seed S]
+``scripts/faults [--trials N] [--kinds sigint-pgrp,sigint-runner,sigterm-runner,sigkill,sshd,link] [--prefix P] [--dir D] [--seed S]
 [--out FILE] [--steps SETS] [--delay-max S] [--keep-lab] [--keep-runs]`` brings a lab up (``tunepath
 lab``; prefix ``tpflt``, directory ``build/faults-lab``), installs Tomcat on its server once, records
 the server's state (:class:`harness.faults.state.ServerState`: eth0's queue counts, online CPUs, huge
@@ -15,6 +15,7 @@ turns too, see ``STEP_SETS``):
 - ``sigint-pgrp``: SIGINT to the controller's process group (a Ctrl-C in its terminal; older results
   call it ``sigint``);
 - ``sigint-runner``: SIGINT to ``tunepath run`` alone (a ``kill -INT`` of its pid);
+- ``sigterm-runner``: SIGTERM to ``tunepath run`` alone (a ``kill`` of its pid, a service manager);
 - ``sigkill``: SIGKILL to the process group;
 - ``sshd``: the server's sshd killed, listener and sessions, then started again a few seconds later
   (an operator bringing it back);
@@ -55,6 +56,7 @@ OUTAGE_S = (2.0, 8.0)      # sshd down / link down for this long (uniform, seede
 
 SERVER_LAYOUT = Layout(
     labels={"sigint-pgrp": "SIGINT to the controller's process group", "sigint-runner": "SIGINT to `tunepath run` alone",
+            "sigterm-runner": "SIGTERM to `tunepath run` alone",
             "sigkill": "SIGKILL to the controller", "sshd": "server's sshd killed, restarted",
             "link": "server's link down, then up", "sigint": "SIGINT to the controller"},
     columns=(Column("fault", "kind"), Column("trials", "trials"), Column("fault during an applied change", "landed"),

@@ -1,4 +1,5 @@
-"""A Ctrl-C held while the server is put back: :class:`HeldInterrupts`."""
+"""A Ctrl-C held while the server is put back (:class:`HeldInterrupts`), and the other signals
+that stop a run as a Ctrl-C does (:class:`StopSignals`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 import time
 
 
-__all__ = ["HeldInterrupts"]
+__all__ = ["HeldInterrupts", "StopSignals"]
 
 
 class HeldInterrupts:
@@ -46,4 +47,36 @@ class HeldInterrupts:
             self.previous = None
         if self.pending and raise_pending:
             self.pending, self.presses = False, 0
+            raise KeyboardInterrupt
+
+
+class StopSignals:
+    """While a run records: SIGTERM (``kill PID``, a service manager stopping it) and SIGHUP (its
+    terminal closed) stop it as a Ctrl-C does, so the server is put back and its lock released,
+    instead of the process dying with the server changed. Each is passed to whatever handles
+    SIGINT at that moment (held while the server is put back); where SIGINT is ignored (a run
+    started in the background by a script), it interrupts all the same. A SIGHUP ignored when the
+    run started (``nohup``) stays ignored."""
+
+    def __init__(self):
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self.previous[signum] = signal.signal(signum, self._as_ctrl_c)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
+
+    @staticmethod
+    def _as_ctrl_c(signum, frame) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
             raise KeyboardInterrupt

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.live.held import HeldInterrupts
+from tunepath.live.held import HeldInterrupts, StopSignals
 from tunepath.live.putback import patience, put_back, restore_server
 from tunepath.project import project_dir
 from tunepath.publish import notebooks
@@ -113,11 +113,12 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
                  f"partial record stays in {runs_dir / '.inprogress' / dead}; if the server still holds its "
                  "lock, run `tunepath restore --force`")
     started = time.monotonic()
-    recorder, inventory = start_run(runs_dir, options, names)
-    try:
-        return _record(recorder, inventory, chosen, runs_dir, options, started, build, site_dir or project)
-    finally:
-        forget_side_files(runs_dir, recorder.run_id)      # every exit path: end, failure, interrupt
+    with StopSignals():       # `kill PID` and a closed terminal stop the run as a Ctrl-C does
+        recorder, inventory = start_run(runs_dir, options, names)
+        try:
+            return _record(recorder, inventory, chosen, runs_dir, options, started, build, site_dir or project)
+        finally:
+            forget_side_files(runs_dir, recorder.run_id)      # every exit path: end, failure, interrupt
 
 
 def _record(recorder, inventory, chosen, runs_dir: Path, options, started: float, build: bool,
