@@ -40,7 +40,8 @@ data; a client's named by ``client`` and its text, a variant row's by ``repetiti
 are several): pages and ``tunepath compare`` put a ⚑ beside a figure that cannot be trusted.
 
 Each repetition also carries its JVM facts (:data:`JVM_COLUMNS`, from the record's ``jvm`` and
-``warmup``: :mod:`tunepath.analysis.jvmfacts`), None where not recorded; a variant row holds their
+``warmup``: :mod:`tunepath.analysis.jvmfacts`) and the ``collector`` its counters name, None where
+not recorded; a variant row holds their
 medians over the counted repetitions, and its ``repetitions`` entries each repetition's own.
 """
 
@@ -55,7 +56,7 @@ import pandas as pd
 
 from tunepath.analysis import stats
 from tunepath.errors import TunepathError
-from tunepath.analysis.jvmfacts import JVM_COLUMNS, fact_value, jvm_facts
+from tunepath.analysis.jvmfacts import JVM_COLUMNS, collector, fact_value, jvm_facts
 from tunepath.analysis.derive import derive, rate_is_offered, finite_values as _finite_values
 from tunepath.analysis.noise import THRESHOLDS, NoiseFlag, Thresholds, drop_reasons, flags_for, mode_flags
 from tunepath.parse.reports import parse_report_file
@@ -71,7 +72,7 @@ REPETITION_COLUMNS = [
     "p50_ms", "p90_ms", "p99_ms", "p99.9_ms",
     "p50_uncorrected_ms", "p90_uncorrected_ms", "p99_uncorrected_ms", "p99.9_uncorrected_ms",
     "socket_errors_total", "non_2xx_3xx", "errors", "jvm_warnings", "client_cpu_us_per_req",
-    "server_cpu_us_per_req", *JVM_COLUMNS, "warnings", "flags", "clients", "latency_merge", "raw",
+    "server_cpu_us_per_req", *JVM_COLUMNS, "collector", "warnings", "flags", "clients", "latency_merge", "raw",
     "requests_per_sec_trusted", "problems",
 ]
 # figures taken as the median of a configuration's repetitions
@@ -224,12 +225,18 @@ def repetitions_frame(runs: list[Run], path, thresholds: Thresholds = THRESHOLDS
                 "jvm_warnings": list(extra.get("jvm_warnings", [])),
                 "client_cpu_us_per_req": _per_request(client_cpu, flat["requests"]),
                 "server_cpu_us_per_req": _per_request(extra.get("tomcat_cpu_s"), flat["requests"]),
-                **jvm_facts(extra),
+                **jvm_facts(extra), "collector": _collector(extra),
                 "flags": flags, "clients": clients, "latency_merge": merge_info,
                 "raw": str(m.stdout.relative_to(run.path.parent)),
                 **_rate_trust([report] if reports is None else reports, [n for n, _ in m.parts]),
             })
     return pd.DataFrame(rows, columns=REPETITION_COLUMNS)
+
+
+def _collector(live: dict) -> str | None:
+    """The collector the measurement's JVM named in its counters (None without them)."""
+    jvm = live.get("jvm") if isinstance(live.get("jvm"), dict) else {}
+    return collector(jvm.get("during"))
 
 
 def _rate_trust(reports, names: list[str]) -> dict:

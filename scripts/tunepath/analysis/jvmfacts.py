@@ -13,17 +13,24 @@ performance counters, a warm-up that never became steady, a counter this JVM doe
 - ``compiles_at_start``: JIT compilations since the JVM started, when the load began
   (``start.compiles``);
 - ``steady_after_s``: seconds of warm-up until the throughput was steady
-  (``warmup.steady_after_s``; None without a steady-state warm-up or when it never was steady).
+  (``warmup.steady_after_s``; None without a steady-state warm-up or when it never was steady);
+- ``gc_cpu_pct_during``: the CPU time of the JVM's garbage-collector threads during the load, in %
+  of Tomcat's CPU time over the same window (``threads_during.gc_s`` / ``tomcat_cpu_s``). The GC
+  threads are found by name (``live.jvmfacts.GC_THREADS``); Serial GC has none, as it collects in
+  the VM Thread, so its share counts the VM Thread instead (``threads_during.vm_thread_s``).
+
+:func:`collector` names the collector a measurement ran from the JVM's own counter names
+(``G1 young collection pauses`` → ``G1``), not from the options it was given.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["JVM_COLUMNS", "COUNT_COLUMNS", "jvm_facts", "fact_value"]
+__all__ = ["JVM_COLUMNS", "COUNT_COLUMNS", "jvm_facts", "fact_value", "collector"]
 
 JVM_COLUMNS = ["compiles_during", "compile_s_during", "gc_pauses_during", "gc_pause_ms_during",
-               "compiles_at_start", "steady_after_s"]
+               "compiles_at_start", "steady_after_s", "gc_cpu_pct_during"]
 COUNT_COLUMNS = frozenset({"compiles_during", "gc_pauses_during", "compiles_at_start"})
 
 
@@ -47,7 +54,26 @@ def jvm_facts(live: dict) -> dict:
         "gc_pause_ms_during": None if pause_s is None else round(pause_s * 1000, 3),
         "compiles_at_start": _number(start.get("compiles")),
         "steady_after_s": _number(warmup.get("steady_after_s")) if warmup.get("window_s") else None,
+        "gc_cpu_pct_during": _gc_share(jvm, during, _number(live.get("tomcat_cpu_s"))),
     }
+
+
+def _gc_share(jvm: dict, during: dict, tomcat_cpu_s: float | None) -> float | None:
+    threads = jvm.get("threads_during") if isinstance(jvm.get("threads_during"), dict) else {}
+    name = collector(during)
+    gc_s = _number(threads.get("vm_thread_s" if name == "Serial" else "gc_s"))
+    if gc_s is None or not tomcat_cpu_s or tomcat_cpu_s <= 0:
+        return None
+    return round(min(100.0, 100 * gc_s / tomcat_cpu_s), 2)
+
+
+def collector(during: dict | None) -> str | None:
+    """The collector the JVM's counters name (``G1``, ``Parallel``, ``Serial``, ``ZGC``,
+    ``Shenandoah`` …): the first word its collectors' names share; None without counters."""
+    collectors = during.get("collectors") if isinstance(during, dict) else None
+    names = [c.get("name") for c in collectors or () if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    words = {n.split()[0] for n in names if n.split()}
+    return words.pop() if len(words) == 1 else (" + ".join(sorted(words)) or None)
 
 
 def fact_value(column: str, value) -> float | int | None:

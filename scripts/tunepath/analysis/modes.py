@@ -72,6 +72,7 @@ FACTS = {
     "gc_pause_ms_during": ("GC pause time during the load", "more", "less", fmt.latency),
     "compiles_at_start": ("JIT compilations before the load began", "more", "fewer", _count),
     "steady_after_s": ("warm-up time until steady", "more", "less", fmt.seconds),
+    "gc_cpu_pct_during": ("GC threads' share of Tomcat's CPU", "more", "less", fmt.percent),
 }
 assert list(FACTS) == JVM_COLUMNS
 

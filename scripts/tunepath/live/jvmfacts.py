@@ -52,7 +52,20 @@ fi
 now=$(date +%s%3N)
 say ok "$now" "$src"
 head -c $((lim + 1)) "$src" | base64 -w0; echo
+tk=$(getconf CLK_TCK 2>/dev/null) || tk=100; gc=0; vm=0
+for t in /proc/$p/task/[0-9]*; do
+  IFS= read -r c < $t/comm 2>/dev/null || continue
+  s=$(cat $t/stat 2>/dev/null) || continue; set -- ${{s##*) }}
+  case $c in {gc_threads}) gc=$((gc + ${{12}} + ${{13}}));; "VM Thread") vm=$((vm + ${{12}} + ${{13}}));; esac
+done
+say threads "$tk" "$gc" "$vm"
 """
+
+# HotSpot's garbage-collector threads by name (``comm``, cut to 15 characters): G1's and
+# Parallel's workers, G1's concurrent threads, ZGC's and Shenandoah's. Serial GC has none: it
+# collects in the "VM Thread", which every collector also uses for its safepoints.
+GC_THREADS = ('"GC Thread"*|"G1 "*|ZDirector|ZDriver*|ZStat|ZUnmapper*|ZUncommitter*|ZWorker*|ZRelocat*|'
+              'Shenandoah*')
 
 
 @dataclass(frozen=True)
@@ -63,13 +76,16 @@ class JvmReading:
     counters: JvmCounters | None
     why_missing: str = ""
     source: str = ""          # the file read, as the host named it
+    gc_threads_s: float | None = None    # CPU seconds of the JVM's GC threads so far (GC_THREADS)
+    vm_thread_s: float | None = None     # … of its "VM Thread" (Serial's collections, every safepoint)
 
 
 def hsperf_command(pid: int) -> str:
     """The bash script that finds and prints process ``pid``'s hsperfdata file."""
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         raise TunepathError(f"a JVM's pid must be a positive whole number, not {pid!r}")
-    return _SCRIPT.format(pid=number(pid, "JVM pid"), limit=number(MAX_HSPERF_BYTES, "size limit"), mark=MARK)
+    return _SCRIPT.format(pid=number(pid, "JVM pid"), limit=number(MAX_HSPERF_BYTES, "size limit"), mark=MARK,
+                          gc_threads=GC_THREADS)
 
 
 def read_counters(host: Host, pid: int, sudo: bool = True) -> JvmReading:
@@ -115,7 +131,18 @@ def _attempt(host: Host, pid: int, command: str, sudo: bool) -> JvmReading:
         counters = JvmCounters.from_entries(entries, int(now) if now.isdigit() else None)
     except (TunepathError, binascii.Error, ValueError) as exc:
         return JvmReading(pid, None, f"{source}: {_one_line(str(exc))}", source)
-    return JvmReading(pid, counters, "", source)
+    return JvmReading(pid, counters, "", source, *_thread_cpu(lines[at + 2:]))
+
+
+def _thread_cpu(lines: list[str]) -> tuple[float | None, float | None]:
+    """(GC threads, VM Thread) CPU seconds from the script's ``threads`` line; Nones without it."""
+    for line in lines:
+        fields = line.split()
+        if fields[:2] == [MARK, "threads"] and len(fields) == 5 and all(f.isdigit() for f in fields[2:]):
+            ticks, gc, vm = (int(f) for f in fields[2:])
+            if ticks > 0:
+                return gc / ticks, vm / ticks
+    return None, None
 
 
 def _one_line(text: str, limit: int = 300) -> str:

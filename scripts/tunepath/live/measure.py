@@ -330,7 +330,13 @@ def jvm_facts(before, after) -> dict:
         during = after.counters.minus(before.counters)
     except TunepathError as exc:
         return {"missing": f"the counters cannot be compared: {exc}"}
-    return {"start": before.counters.to_dict(), "during": during.to_dict()}
+    facts = {"start": before.counters.to_dict(), "during": during.to_dict()}
+    threads = {name: round(getattr(after, field) - getattr(before, field), 3)
+               for name, field in (("gc_s", "gc_threads_s"), ("vm_thread_s", "vm_thread_s"))
+               if getattr(after, field) is not None and getattr(before, field) is not None}
+    if threads:     # CPU seconds of the GC's threads and of the VM Thread while the load ran
+        facts["threads_during"] = threads
+    return facts
 
 
 def _record(session: Session, step, variant: str, load, tool: str, config, window: Window, started: Started,
