@@ -102,14 +102,14 @@ def seed_runs(runs_dir: Path) -> None:
 
 
 def render_moments(trials: list) -> str:
-    """A Markdown table of the SIGINT trials per moment and kind: how many, their exit statuses,
+    """A Markdown table of the SIGINT and SIGTERM trials per moment and kind: how many, their exit statuses,
     how the server ended, and the time from the signal to the run's exit (median and max)."""
     labels = {m.name: m.label for m in MOMENTS}
     rows = ["| moment | fault | trials | exit status | restored automatically | hosts left modified "
             "| signal to exit (median) | signal to exit (max) |", "|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple[str, str], list] = {}
     for t in trials:
-        if t.moment and t.kind.startswith("sigint"):
+        if t.moment and t.kind.startswith(("sigint", "sigterm")):
             groups.setdefault((t.moment, t.kind), []).append(t)
     order = [m.name for m in MOMENTS]
     for (moment, kind), ts in sorted(groups.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order
