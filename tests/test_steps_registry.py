@@ -170,13 +170,16 @@ def test_a_toy_step_is_one_module_one_order_line_and_one_page(tmp_path):
     cli = [sys.executable, "-m", "tunepath.cli"]
     notebooks = subprocess.run([*cli, "notebooks"], cwd=project, env=env, capture_output=True, text=True)
     assert notebooks.returncode == 0, notebooks.stderr
-    assert "wrote 10-keepalive.ipynb" in notebooks.stdout and "removed 13-summary.ipynb (no step owns it)" in notebooks.stdout
+    proxy, last = REGISTRY.get("proxy").number, len(REGISTRY)     # the toy comes after the proxy
+    toy = f"{proxy + 1:02d}-keepalive"
+    assert f"wrote {toy}.ipynb" in notebooks.stdout
+    assert f"removed {last:02d}-summary.ipynb (no step owns it)" in notebooks.stdout
     build = subprocess.run([*cli, "build", "--no-cache"], cwd=project, env=env, capture_output=True, text=True)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     html = (project / "public" / LP_PATH / "keepalive" / "index.html").read_text()
     assert "maxKeepAliveRequests=&#34;10000&#34;" in html or 'maxKeepAliveRequests="10000"' in html
-    assert "toy-run" in html and (project / "static" / "notebooks" / "10-keepalive.html").is_file()
+    assert "toy-run" in html and (project / "static" / "notebooks" / f"{toy}.html").is_file()
     nav = re.findall(r'lp-nav-num">([^<]+)</span>\s*<span class="lp-nav-text">([^<]+)<', html)
-    assert ("10", "Keep-alive limits") in nav and nav[-2][0] == "14" and nav[-1][0] == "·", nav
+    assert (str(proxy + 1), "Keep-alive limits") in nav and nav[-2][0] == str(last + 1) and nav[-1][0] == "·", nav
     order = json.loads((project / "data" / "path.json").read_text())["steps"]
-    assert [s["name"] for s in order][8:11] == ["proxy", "keepalive", "thread-sweep"]
+    assert [s["name"] for s in order][proxy - 1:proxy + 2] == ["proxy", "keepalive", "thread-sweep"]

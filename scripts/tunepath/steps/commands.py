@@ -198,6 +198,12 @@ def version_sh(ctx: HostContext) -> str:
     return java_home + tomcat_path(ctx, "bin/version.sh")
 
 
+# the flags of -XX:+PrintFlagsFinal a page shows: the JIT's, and the CPU features the JVM detects
+# (UseLSE, UseSVE … on aarch64; UseAVX … on x86): a flag this JVM or CPU lacks prints no line
+JVM_FLAGS = ("TieredCompilation|ReservedCodeCacheSize|InitialCodeCacheSize|SegmentedCodeCache|UseCompressedOops|"
+             "UseCompactObjectHeaders|UseLSE|UseSVE|UseSIMDForMemoryOps|UseBlockZeroing|UseAES|UseAESIntrinsics|"
+             "UseSHA|UseCRC32Intrinsics|UseFMA|UseAVX|UseSSE|UseVectorizedMismatchIntrinsic")
+
 VERIFY_COMMANDS = {
     "tomcat-version": lambda ctx: version_sh(ctx),
     "dmesg-iommu": lambda ctx: "sudo dmesg | grep iommu",
@@ -206,6 +212,7 @@ VERIFY_COMMANDS = {
     "numactl-h": lambda ctx: "numactl -H",
     "nic-numa-node": lambda ctx: nic_numa_node(ctx),
     "java-version": lambda ctx: f"{java(ctx)} -version 2>&1",
+    "jvm-flags": lambda ctx: f"{java(ctx)} -XX:+PrintFlagsFinal -version 2>/dev/null | grep -wE '{JVM_FLAGS}'",
     "hugepages": lambda ctx: "grep -i huge /proc/meminfo",
     "thp": lambda ctx: "cat /sys/kernel/mm/transparent_hugepage/enabled",
     "load-generator-versions": lambda ctx: f"{quote(ctx.wrk2, 'wrk2')} -v 2>&1 | head -1; wrk -v 2>&1 | head -1; "

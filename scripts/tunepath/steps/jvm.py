@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from tunepath.live.facts import HUGEPAGES_COMMAND
-from tunepath.live.tomcatconf import TomcatConfig, setenv_command
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.model.shell import number
-from tunepath.steps.base import Step
 from tunepath.steps.commands import load_blocks, restart, tomcat_path
+from tunepath.steps.jvmoptions import JvmOptionsStep
 
 __all__ = ["STEP", "hugepages_for", "LARGE_PAGES_HEAP_MB", "PAGESIZE_LOG"]
 
@@ -42,7 +41,7 @@ def _size(kb: int) -> str:
     return f"{kb // 1048576} GB" if kb % 1048576 == 0 else f"{kb // 1024} MB" if kb % 1024 == 0 else f"{kb} kB"
 
 
-class Jvm(Step):
+class Jvm(JvmOptionsStep):
     name = "jvm"
     title = "JVM: heap size, garbage collector, large pages"
     why = ("Sweeps the heap (`-Xms` = `-Xmx` from 256 MB to 2 GB), compares G1 (the default) with the Parallel "
@@ -63,11 +62,8 @@ class Jvm(Step):
     verifications = ("java-version",)
     probes = ("hugepages", "thp", "hugepages-reserved")
     disruptive_needs = {"large-pages": ("reserve-hugepages",)}
-
-    def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
-        if variant in OPTIONS:
-            return TomcatConfig(access_log=False, jvm_options=OPTIONS[variant])
-        return super().config(variant, ctx)
+    options = OPTIONS
+    facts = ("gc_pauses_during", "gc_pause_ms_during", "gc_cpu_pct_during")
 
     def plan(self, ctx: HostContext) -> list[Block]:
         blocks = [Block("hugepages", "server", "How many huge pages the kernel has reserved",
@@ -75,9 +71,7 @@ class Jvm(Step):
                   Block("thp", "server", "Whether transparent huge pages are enabled",
                         "cat /sys/kernel/mm/transparent_hugepage/enabled"),
                   *self.large_page_blocks(ctx)]
-        for v in self.variants:
-            blocks.append(Block(f"setenv-{v.name}", "server", f"{v.label}: JVM options in {ctx.tomcat_home}/bin/setenv.sh",
-                                setenv_command(ctx.tomcat_home, self.tomcat_config(v.name, ctx)), variant=v.name))
+        blocks += self.setenv_blocks(ctx)
         blocks.append(Block("large-pages-in-use", "server",
                             "Large pages: while Tomcat runs, the JVM's own words on its page sizes, and the "
                             "huge pages in use (HugePages_Free below HugePages_Total)",
