@@ -106,6 +106,19 @@ def test_gc_share_counts_the_collectors_threads_and_for_serial_the_vm_thread():
     assert set(jvm_facts({})) == set(JVM_COLUMNS)
 
 
+def test_pauses_are_counted_only_from_the_counters_of_pauses():
+    def during(*collectors):
+        return {"jvm": {"during": {"gc_pauses": 99, "gc_pause_s": 9.0,
+                                   "collectors": [{"name": n, "invocations": i, "seconds": t} for n, i, t in collectors]}}}
+    g1 = jvm_facts(during(("G1 young collection pauses", 3, 0.012), ("G1 concurrent cycle pauses", 1, 0.003)))
+    assert g1["gc_pauses_during"] == 4 and g1["gc_pause_ms_during"] == 15.0
+    # Shenandoah's two counters count whole cycles, concurrent phases included: its pauses are unknown
+    shenandoah = jvm_facts(during(("Shenandoah partial", 0, 0.0), ("Shenandoah full", 36, 0.95)))
+    assert shenandoah["gc_pauses_during"] is None and shenandoah["gc_pause_ms_during"] is None
+    # a record without the collectors keeps the JVM's own sums
+    assert jvm_facts({"jvm": {"during": {"gc_pauses": 2, "gc_pause_s": 0.5}}})["gc_pause_ms_during"] == 500.0
+
+
 def test_thread_cpu_line_is_read_in_clock_ticks():
     assert _thread_cpu([f"{MARK} threads 100 250 7"]) == (2.5, 0.07)
     assert _thread_cpu(["noise", f"{MARK} threads 1000 5 0"]) == (0.005, 0.0)

@@ -8,8 +8,9 @@ performance counters, a warm-up that never became steady, a counter this JVM doe
 
 - ``compiles_during``: JIT compilations during the measured load (``during.compiles``);
 - ``compile_s_during``: the JIT compilers' time during the load, seconds (``during.compile_s``);
-- ``gc_pauses_during``: GC pauses during the load, every collector (``during.gc_pauses``);
-- ``gc_pause_ms_during``: their total time, ms (``during.gc_pause_s`` × 1000);
+- ``gc_pauses_during``: GC pauses during the load, from the collector counters named "… pauses"
+  (None for Shenandoah, whose counters count whole cycles: :func:`_pauses`);
+- ``gc_pause_ms_during``: their total time, ms;
 - ``compiles_at_start``: JIT compilations since the JVM started, when the load began
   (``start.compiles``);
 - ``steady_after_s``: seconds of warm-up until the throughput was steady
@@ -46,16 +47,32 @@ def jvm_facts(live: dict) -> dict:
     during = jvm.get("during") if isinstance(jvm.get("during"), dict) else {}
     start = jvm.get("start") if isinstance(jvm.get("start"), dict) else {}
     warmup = live.get("warmup") if isinstance(live.get("warmup"), dict) else {}
-    pause_s = _number(during.get("gc_pause_s"))
+    pauses, pause_s = _pauses(during)
     return {
         "compiles_during": _number(during.get("compiles")),
         "compile_s_during": _number(during.get("compile_s")),
-        "gc_pauses_during": _number(during.get("gc_pauses")),
+        "gc_pauses_during": pauses,
         "gc_pause_ms_during": None if pause_s is None else round(pause_s * 1000, 3),
         "compiles_at_start": _number(start.get("compiles")),
         "steady_after_s": _number(warmup.get("steady_after_s")) if warmup.get("window_s") else None,
         "gc_cpu_pct_during": _gc_share(jvm, during, _number(live.get("tomcat_cpu_s"))),
     }
+
+
+def _pauses(during: dict) -> tuple[int | float | None, float | None]:
+    """GC pauses during the load and their time, s: what the collector counters HotSpot names
+    "… pauses" count (G1's, Parallel's, Serial's, ZGC's). Shenandoah's two counters ("Shenandoah
+    partial", "Shenandoah full") count whole cycles, their concurrent phases included, so its
+    pauses are not known: (None, None). A record without the collectors: the JVM's own sums."""
+    collectors = during.get("collectors")
+    if not isinstance(collectors, list):
+        return _number(during.get("gc_pauses")), _number(during.get("gc_pause_s"))
+    counted = [c for c in collectors if isinstance(c, dict) and str(c.get("name", "")).endswith(" pauses")]
+    if not counted:
+        return None, None
+    counts = [_number(c.get("invocations")) for c in counted]
+    times = [_number(c.get("seconds")) for c in counted]
+    return (None if None in counts else sum(counts)), (None if None in times else round(sum(times), 6))
 
 
 def _gc_share(jvm: dict, during: dict, tomcat_cpu_s: float | None) -> float | None:

@@ -159,6 +159,17 @@ def modes(run: dict) -> str:
     return "\n\n".join(out)
 
 
+def jvm_table(run: dict) -> str:
+    """What the JVM reported per configuration (the jvm-table shortcode)."""
+    t = (run.get("analysis") or {}).get("jvm_table")
+    if not t:
+        return _host(run) + " this run recorded no JVM counters."
+    keys = [c["key"] for c in t["columns"]]
+    body = table(["Configuration"] + [text(c["label"]) for c in t["columns"]],
+                 [[text(r["label"])] + [text(r["cells"].get(k, "")) for k in keys] for r in t["rows"]])
+    return _host(run) + "\n\n" + body + "\n\n" + text(t.get("note", ""))
+
+
 def historical(sources: list) -> str:
     if not sources:
         return "*No historical figures for this step in the sources.*"
