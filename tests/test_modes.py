@@ -177,7 +177,7 @@ def jvm(compiles: int, pauses: int, at_start: int) -> dict:
     counters = lambda compiles, pauses, delta: {                       # noqa: E731  (JvmCounters.to_dict)
         "delta": delta, "vm": "OpenJDK 64-Bit Server VM 21", "started_ms": 1, "uptime_s": 20.0,
         "compiles": compiles, "compile_s": compiles / 1000, "osr": 0, "bailouts": 0, "invalidated": 0,
-        "compiler_threads": 2, "collectors": [{"name": "G1 young", "invocations": pauses,
+        "compiler_threads": 2, "collectors": [{"name": "G1 young collection pauses", "invocations": pauses,
                                                "seconds": pauses / 500}],
         "gc_pauses": pauses, "gc_pause_s": pauses / 500, "gc_cpu_s": None, "safepoints": 3,
         "safepoint_s": 0.001, "last_gc_cause": "G1 Evacuation Pause"}
