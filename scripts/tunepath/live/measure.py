@@ -201,10 +201,11 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     nofile = session.nofile                 # read when this JVM started
     undo = step.before_load(session, variant, blocks, repetition)
     t = time.monotonic()
-    if "warm-up" in blocks and not smoke and restart:
-        started = replace(started, warmup=warm_up(session, step, blocks["warm-up"], tag, repetition))
+    warm = blocks.get(f"warm-up-{variant}") or blocks.get("warm-up")     # a variant's own load has its own
+    if warm and not smoke and restart:
+        started = replace(started, warmup=warm_up(session, step, warm, tag, repetition))
     clock.warmup_s, t = time.monotonic() - t, time.monotonic()
-    cold = restart and "warm-up" not in blocks        # the load's own wrk2 warms up: the probe warms first
+    cold = restart and warm is None        # the load's own wrk2 warms up: the probe warms first
     if restart and not smoke and choose_rate(session, step, variant, clients, drive, warm_first=cold):
         blocks = {b.id: b for b in step.plan(session.ctx)}      # the commands offer the chosen rate now
     clock.probe_s = time.monotonic() - t

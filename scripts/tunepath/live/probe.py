@@ -42,10 +42,13 @@ def probe_seconds(ctx: HostContext) -> int:
     return min(10, ctx.duration_s)
 
 
-def probe_block(ctx: HostContext) -> Block:
+def probe_block(ctx: HostContext, url: str | None = None) -> Block:
     """The probe, from the path's load (:func:`~tunepath.model.load.load_spec`): its connections and
-    threads, closed loop (or wrk2 at an unreachable rate), for :func:`probe_seconds`."""
+    threads, closed loop (or wrk2 at an unreachable rate), for :func:`probe_seconds`, against ``url``
+    (the step's load's: :meth:`Step.load`) where given."""
     spec = load_spec(ctx, duration_s=probe_seconds(ctx), warmup_s=0)
+    if url:
+        spec = spec.with_(url=url)
     t, c, d = (number(v, k) for k, v in (("threads", spec.threads), ("connections", spec.connections),
                                            ("duration", spec.duration_s)))
     url = quote(spec.url, "URL")
@@ -67,7 +70,8 @@ def probe_capacity(session, step, variant: str, clients: list, drive, warm_first
     from tunepath.live.session import progress
 
     ctx = session.ctx
-    block, seconds = probe_block(ctx), probe_seconds(ctx)
+    url = step.load(ctx).url
+    block, seconds = probe_block(ctx, url), probe_seconds(ctx)
     if warm_first:
         progress(f"{step.name}/{variant}: warming the JVM up with the probe's load for {seconds} s (not counted)")
         drive(session, block.text, seconds, clients)
@@ -81,11 +85,11 @@ def probe_capacity(session, step, variant: str, clients: list, drive, warm_first
                        for r in results)
     except TunepathError as exc:
         raise TunepathError(f"on {clients[0].name}: the capacity probe's report is unreadable ({exc}); its "
-                            f"output is recorded in the run. Check that Tomcat answers at {ctx.url} and run "
+                            f"output is recorded in the run. Check that Tomcat answers at {url} and run "
                             "again") from None
     if achieved <= 0:
         raise TunepathError(f"on {clients[0].name}: the capacity probe served nothing (`{block.text}`): check "
-                            f"that Tomcat answers at {ctx.url}")
+                            f"that Tomcat answers at {url}")
     progress(f"{step.name}/{variant}: capacity {achieved:,.0f} req/s")
     return achieved
 

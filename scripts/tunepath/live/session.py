@@ -41,7 +41,7 @@ from tunepath.live.placement import baseline_cpus
 from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
 from tunepath.live.wrk2 import Wrk2Source
 from tunepath.versions import WRK2_REPO
-from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list, ports_for
+from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list, ports_for, tls_port_for
 from tunepath.project import project_dir
 from tunepath.settings import DEFAULTS
 
@@ -206,6 +206,7 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
         java_home=options.java_home,
         server_address=server_address(inventory), port=options.http_port,
         shutdown_port=shutdown_port, ajp_port=ajp_port, proxy_port=proxy_port,
+        tls_port=tls_port_for(options.http_port),
         total_cpus=facts.get("cpus") or len(online), baseline_cpus=tuple(keep),
         numa_cpus=tuple(numa_cpus or keep), fixed_cpus=_fixed_cpus(server), nic=nic.get("name") or "${net}", nic_queues=n,
         nic_channels=nic.get("channels") or "combined",

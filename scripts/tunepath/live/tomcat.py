@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
-from tunepath.live.tomcatconf import TomcatConfig, render_server_xml, setenv_command
+from tunepath.live.tomcatconf import TLS_DIR, TomcatConfig, render_server_xml, setenv_command
 from tunepath.model.shell import path as shell_path, port as shell_port, quote
 from tunepath.versions import TOMCAT_SHA512, TOMCAT_VERSION  # pinned there, re-exported here
 
@@ -216,9 +216,11 @@ class Tomcat:
         return text
 
     def restore_config(self) -> bool:
-        """Put back the original server.xml, bin/setenv.sh and the examples webapp's context.xml;
-        True if anything changed. The backups stay: they are the originals for the next run."""
+        """Put back the original server.xml, bin/setenv.sh and the examples webapp's context.xml, and
+        remove the TLS step's certificate and key; True if anything changed. The backups stay: they
+        are the originals for the next run."""
         setenv, setenv_orig, setenv_none = self._setenv_files()
+        tls = self.file(TLS_DIR)
         files = f"{self.file('conf/server.xml')} {self.file('webapps/examples/META-INF/context.xml')}"
         orig = f'"$f{BACKUP_SUFFIX}"'
         r = self.host.run(
@@ -226,7 +228,8 @@ class Tomcat:
             f"cmp -s {orig} \"$f\" || {{ cp -p {orig} \"$f\" && echo restored; }}; fi; done; "
             f"if [ -f {setenv_orig} ]; then cmp -s {setenv_orig} {setenv} || "
             f"{{ cp -p {setenv_orig} {setenv} && echo restored; }}; "
-            f"elif [ -e {setenv_none} ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi",
+            f"elif [ -e {setenv_none} ] && [ -e {setenv} ]; then rm -f {setenv} && echo restored; fi; "
+            f"if [ -e {tls} ]; then rm -rf {tls} && echo restored; fi",
             timeout=30, check=False)
         return "restored" in r.stdout
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
 from tunepath.model.shell import heredoc, path, quote
 
-__all__ = ["TomcatConfig", "ConfigError", "render_server_xml", "validate_server_xml", "render_setenv",
+__all__ = ["TomcatConfig", "TlsConnector", "ConfigError", "TLS_DIR", "TLS_IMPLEMENTATIONS", "render_server_xml", "validate_server_xml", "render_setenv",
            "setenv_command",
            "CONNECTOR_ATTRIBUTES", "PROTOCOLS"]
 
@@ -45,6 +45,58 @@ class ConfigError(TunepathError):
     pass
 
 
+# the run's certificate and key, relative to CATALINA_BASE (Tomcat resolves them there); the
+# directory is removed whenever the configuration is restored (Tomcat.restore_config)
+TLS_DIR = "conf/tunepath-tls"
+TLS_IMPLEMENTATIONS = {
+    "jsse": "org.apache.tomcat.util.net.jsse.JSSEImplementation",
+    "openssl": "org.apache.tomcat.util.net.openssl.panama.OpenSSLImplementation",   # FFM, Java 22+
+}
+OPENSSL_LISTENER = "org.apache.catalina.core.OpenSSLLifecycleListener"
+TLS_ATTRIBUTES = {"maxKeepAliveRequests", "maxThreads", "connectionTimeout"}
+
+
+@dataclass(frozen=True)
+class TlsConnector:
+    """An HTTPS Connector beside the HTTP one: NIO with TLS through ``implementation`` (``jsse``,
+    or ``openssl``: OpenSSL through the FFM API, with Tomcat's OpenSSLLifecycleListener), serving
+    the certificate in :data:`TLS_DIR`; ``attributes`` are further Connector attributes."""
+
+    port: int = 8443
+    implementation: str = "jsse"
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        if self.implementation not in TLS_IMPLEMENTATIONS:
+            raise ConfigError(f"unknown TLS implementation {self.implementation!r} "
+                              f"(known: {', '.join(TLS_IMPLEMENTATIONS)})")
+        _check_attrs("HTTPS Connector", dict(self.attributes), TLS_ATTRIBUTES)
+
+    def element(self) -> ET.Element:
+        conn = ET.Element("Connector", {
+            "port": str(self.port), "protocol": "org.apache.coyote.http11.Http11NioProtocol",
+            "connectionTimeout": "20000", **dict(self.attributes), "SSLEnabled": "true",
+            "sslImplementationName": self.class_name})
+        conn.text = "\n        "
+        host = ET.SubElement(conn, "SSLHostConfig")
+        host.text, host.tail = "\n          ", "\n    "
+        cert = ET.SubElement(host, "Certificate", {"certificateFile": f"{TLS_DIR}/cert.pem",
+                                                   "certificateKeyFile": f"{TLS_DIR}/key.pem", "type": "EC"})
+        cert.tail = "\n        "
+        return conn
+
+    @property
+    def class_name(self) -> str:
+        return TLS_IMPLEMENTATIONS[self.implementation]
+
+    def with_port(self, port: int) -> "TlsConnector":
+        return replace(self, port=int(port))
+
+    def describe(self) -> str:
+        extra = "".join(f", {k}={v}" for k, v in self.attributes)
+        return f"HTTPS Connector on {self.port} ({self.implementation}{extra})"
+
+
 @dataclass(frozen=True)
 class TomcatConfig:
     access_log: bool = True
@@ -56,6 +108,7 @@ class TomcatConfig:
     ajp_secret: str | None = None  # add an AJP/1.3 Connector on 127.0.0.1:ajp_port requiring this secret
     ajp_port: int = HostContext.ajp_port
     shutdown_port: int | None = None   # <Server port>: None keeps the file's own (8005 in Tomcat's)
+    tls: TlsConnector | None = None    # an HTTPS Connector beside the HTTP one
 
     def describe(self) -> str:
         parts = []
@@ -73,6 +126,8 @@ class TomcatConfig:
             parts.append(f"AJP connector on 127.0.0.1:{self.ajp_port} with a secret")
         if self.shutdown_port:
             parts.append(f"shutdown port {self.shutdown_port}")
+        if self.tls:
+            parts.append(self.tls.describe())
         return "; ".join(parts) or "stock configuration"
 
     def to_dict(self) -> dict:
@@ -80,7 +135,9 @@ class TomcatConfig:
                 "executor": dict(self.executor) if self.executor else None,
                 "jvm_options": list(self.jvm_options), "port": self.port, "java_home": self.java_home,
                 "ajp": bool(self.ajp_secret), "ajp_port": self.ajp_port,
-                "shutdown_port": self.shutdown_port}     # the secret itself is never recorded
+                "shutdown_port": self.shutdown_port,      # the secret itself is never recorded
+                **({"tls": {"port": self.tls.port, "implementation": self.tls.implementation,
+                            "attributes": dict(self.tls.attributes)}} if self.tls else {})}
 
 
 def _split_prolog(text: str) -> tuple[str, str]:
@@ -118,7 +175,7 @@ def _check_attrs(kind: str, attrs: dict, allowed: set) -> None:
 def render_server_xml(original: str, config: TomcatConfig) -> str:
     """``original`` with ``config`` applied; never edits an already-edited file."""
     if config.access_log and not config.connector and not config.executor and not config.ajp_secret \
-            and not config.shutdown_port:
+            and not config.shutdown_port and not config.tls:
         validate_server_xml(original, config.port)
         return original                      # the stock file, byte for byte
     prolog, body = _split_prolog(original)
@@ -148,9 +205,27 @@ def render_server_xml(original: str, config: TomcatConfig) -> str:
         ajp = ET.Element("Connector", ajp_attributes(config.ajp_secret, config.ajp_port))
         ajp.tail = "\n    "
         service.insert(list(service).index(conn) + 1, ajp)
+    if config.tls:
+        _add_tls(root, service, conn, config.tls)
     text = prolog + ET.tostring(root, encoding="unicode") + "\n"
     validate_server_xml(text, int(config.connector.get("port", config.port)))
     return text
+
+
+def _add_tls(root: ET.Element, service: ET.Element, http: ET.Element, tls: TlsConnector) -> None:
+    """The HTTPS Connector after the HTTP one; OpenSSL's listener where it serves TLS (Tomcat's
+    server.xml carries it commented out)."""
+    if any(c.get("port") == str(tls.port) for c in service.findall("Connector")):
+        raise ConfigError(f"server.xml already has a Connector on port {tls.port}: choose another HTTPS port")
+    conn = tls.element()
+    conn.tail = "\n    "
+    service.insert(list(service).index(http) + 1, conn)
+    if tls.implementation == "openssl" and not any(l.get("className") == OPENSSL_LISTENER
+                                                    for l in root.findall("Listener")):
+        listener = ET.Element("Listener", {"className": OPENSSL_LISTENER})
+        listener.tail = "\n  "
+        listeners = root.findall("Listener")
+        root.insert(list(root).index(listeners[-1]) + 1 if listeners else 0, listener)
 
 
 AJP_PORT = HostContext.ajp_port      # Tomcat's own; a run on another HTTP port has its own (ports_for)

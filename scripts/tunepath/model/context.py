@@ -20,7 +20,7 @@ from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port
 from tunepath.versions import WRK2_REPO
 
-__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "ports_for", "cpu_ranges", "brace_ranges", "cpu_runs",
+__all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "ports_for", "tls_port_for", "cpu_ranges", "brace_ranges", "cpu_runs",
            "is_loopback"]
 
 BENCH_PATH = "/examples/servlets/servlet/HelloWorldExample"
@@ -65,6 +65,7 @@ class HostContext:
     shutdown_port: int = 8005     # Tomcat's shutdown port (<Server port>), the AJP connector's and the
     ajp_port: int = 8009          # proxy step's private httpd's: Tomcat's conventional ones where the
     proxy_port: int = 8081        # HTTP port is 8080, else a run's own (:func:`ports_for`)
+    tls_port: int = 8443          # the TLS step's HTTPS connector: Tomcat's 8443, else :func:`tls_port_for`
     path: str = BENCH_PATH
     total_cpus: int = 192
     baseline_cpus: tuple[int, ...] = tuple(range(0, 8))
@@ -202,6 +203,11 @@ class HostContext:
         return f"http://{self.server_address}:{port(self.port, 'host context port')}{self.path}"
 
     @property
+    def https_url(self) -> str:
+        """The benchmark URL on the HTTPS connector (the TLS step's)."""
+        return f"https://{self.server_address}:{port(self.tls_port, 'host context TLS port')}{self.path}"
+
+    @property
     def raise_nofile(self) -> str:
         """Raise the open-file limit as far as the hard limit allows (never start nothing)."""
         return f'ulimit -n {number(self.nofile, "host context nofile")} 2>/dev/null || ulimit -n "$(ulimit -Hn)"'
@@ -236,6 +242,20 @@ def ports_for(http_port: int) -> tuple[int, int, int]:
     spare = SPARE_PORTS[http_port % 2]
     shutdown, ajp, proxy = (spare if p == http_port else p for p in (base, base + 1, base + 2))
     return shutdown, ajp, proxy
+
+
+TLS_PORTS = (32001, 32700)     # above ports_for's, below the ephemeral ports
+
+
+def tls_port_for(http_port: int) -> int:
+    """The HTTPS port beside a Tomcat on ``http_port``: Tomcat's 8443 beside 8080, otherwise one of
+    :data:`TLS_PORTS` derived from the HTTP port (never the HTTP port itself, nor one of
+    :func:`ports_for`'s), so that two runs on one machine on nearby HTTP ports do not share one."""
+    if http_port == 8080:
+        return HostContext.tls_port
+    low, high = TLS_PORTS
+    tls = low + http_port % (high - low + 1)
+    return tls if tls != http_port else (low if tls == high else tls + 1)
 
 
 def parse_cpu_list(value) -> list[int]:

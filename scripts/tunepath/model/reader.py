@@ -107,7 +107,7 @@ def path_context(ctx: HostContext) -> HostContext:
                    rate=path.rate, sweep_rates=ctx.rates, sweep_warmup_rate=ctx.warmup_rate,
                    smoke_threads=path.smoke_threads, smoke_connections=path.smoke_connections,
                    smoke_rate=path.smoke_rate, shutdown_port=path.shutdown_port, ajp_port=path.ajp_port,
-                   proxy_port=path.proxy_port)
+                   proxy_port=path.proxy_port, tls_port=path.tls_port)
 
 
 def _note(var: Variable, value: str) -> str:

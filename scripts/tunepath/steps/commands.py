@@ -87,18 +87,21 @@ def restart(ctx: HostContext) -> Block:
                  f"{ctx.pinned('server')}{tomcat_path(ctx, 'bin/startup.sh')}")
 
 
-def warm_up(ctx: HostContext) -> list[Block]:
-    """The JIT warm-up before each measurement (none when the context has no warm-up)."""
+def warm_up(ctx: HostContext, spec: LoadSpec | None = None, block_id: str = "warm-up") -> list[Block]:
+    """The JIT warm-up before each measurement (none when the context has no warm-up), against the
+    URL and with the headers of ``spec`` (the step's load: :meth:`Step.load`) where given."""
     if not ctx.warmup_s:
         return []
+    warm = warmup_spec(ctx)
+    if spec is not None:
+        warm = warm.with_(url=spec.url, headers=spec.headers)
     if ctx.steady_state:
         title = (f"Warm up in {ctx.warmup_window_s} s windows until {ctx.steady_windows} in a row serve within "
                  f"±{ctx.steady_pct} % of their median"
                  + (f" and the JIT compiles for at most {ctx.jit_quiet_pct} % of the last" if ctx.jit_quiet_pct else "")
                  + f", for at most {ctx.warmup_s} s (not measured)")
-        return [Block("warm-up", "client", title, warmup_spec(ctx).command())]
-    return [Block("warm-up", "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)",
-                  warmup_spec(ctx).command())]
+        return [Block(block_id, "client", title, warm.command())]
+    return [Block(block_id, "client", f"Warm up the JIT for {ctx.warmup_s} s (not measured)", warm.command())]
 
 
 def load_blocks(ctx: HostContext, spec: LoadSpec | None = None) -> list[Block]:
@@ -110,7 +113,7 @@ def load_blocks(ctx: HostContext, spec: LoadSpec | None = None) -> list[Block]:
                  f"(-W, not counted), then counts {ctx.duration_s} s")
     else:
         title = "Drive the servlet at a constant offered rate"
-    return warm_up(ctx) + [Block("load", "client", title, (spec or load_spec(ctx)).command())]
+    return warm_up(ctx, spec) + [Block("load", "client", title, (spec or load_spec(ctx)).command())]
 
 
 # --- host changes ---------------------------------------------------------------------

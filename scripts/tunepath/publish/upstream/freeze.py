@@ -151,7 +151,7 @@ class Freezer:
                   "kernel-cmdline": self._cmdline, "notebook": self._notebook, "placement": self._placement,
                   "results": self._results, "charts": self._charts, "chart": self._charts,
                   "precision": self._precision, "latency-corrections": self._latency,
-                  "sweep": self._sweep, "jvm-modes": self._modes, "jvm-table": self._jvm_table,
+                  "sweep": self._sweep, "jvm-modes": self._modes, "facts-table": self._facts_table,
                   "historical": self._historical,
                   "summary": self._summary, "compare": self._compare, "variables": self._variables,
                   "sweep-commands": self._sweep_commands, "changes": self._changes}
@@ -296,8 +296,8 @@ class Freezer:
     def _modes(self, a, out, where) -> str:
         return tables.modes(self._run(a, out, where))
 
-    def _jvm_table(self, a, out, where) -> str:
-        return tables.jvm_table(self._run(a, out, where, lambda r: bool((r.get("analysis") or {}).get("jvm_table"))))
+    def _facts_table(self, a, out, where) -> str:
+        return tables.facts_table(self._run(a, out, where, lambda r: bool((r.get("analysis") or {}).get("facts_table"))))
 
     def _historical(self, a, out, where) -> str:
         return tables.historical(self.step(a["step"], where).get("historical") or [])

@@ -159,11 +159,11 @@ def modes(run: dict) -> str:
     return "\n\n".join(out)
 
 
-def jvm_table(run: dict) -> str:
-    """What the JVM reported per configuration (the jvm-table shortcode)."""
-    t = (run.get("analysis") or {}).get("jvm_table")
+def facts_table(run: dict) -> str:
+    """What each configuration's run recorded beside its figures (the facts-table shortcode)."""
+    t = (run.get("analysis") or {}).get("facts_table")
     if not t:
-        return _host(run) + " this run recorded no JVM counters."
+        return _host(run) + " this run recorded none of these facts."
     keys = [c["key"] for c in t["columns"]]
     body = table(["Configuration"] + [text(c["label"]) for c in t["columns"]],
                  [[text(r["label"])] + [text(r["cells"].get(k, "")) for k in keys] for r in t["rows"]])
