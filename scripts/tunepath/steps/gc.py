@@ -3,9 +3,7 @@ and compact object headers."""
 
 from __future__ import annotations
 
-from tunepath.model.context import HostContext
-from tunepath.model.plan import Block, Variant
-from tunepath.steps.commands import load_blocks, restart
+from tunepath.model.plan import Variant
 from tunepath.steps.jvmoptions import JvmOptionsStep
 
 __all__ = ["STEP"]
@@ -47,9 +45,6 @@ class Gc(JvmOptionsStep):
     }
     facts = ("gc_pauses_during", "gc_pause_ms_during", "gc_cpu_pct_during")
     verifications = ("java-version",)
-
-    def plan(self, ctx: HostContext) -> list[Block]:
-        return [*self.setenv_blocks(ctx), restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
 
 STEP = Gc()

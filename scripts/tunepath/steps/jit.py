@@ -3,9 +3,7 @@ for itself on the server's CPU."""
 
 from __future__ import annotations
 
-from tunepath.model.context import HostContext
-from tunepath.model.plan import Block, Variant
-from tunepath.steps.commands import load_blocks, restart
+from tunepath.model.plan import Variant
 from tunepath.steps.jvmoptions import JvmOptionsStep
 
 __all__ = ["STEP"]
@@ -45,9 +43,6 @@ class Jit(JvmOptionsStep):
     }
     facts = ("compiles_at_start", "compiles_during", "compile_s_during", "steady_after_s")
     verifications = ("java-version", "jvm-flags")
-
-    def plan(self, ctx: HostContext) -> list[Block]:
-        return [*self.setenv_blocks(ctx), restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
 
 STEP = Jit()

@@ -20,7 +20,8 @@ from tunepath.model.plan import Block
 from tunepath.model.shell import quote
 from tunepath.publish import formatting as fmt
 from tunepath.steps.base import Step
-from tunepath.steps.commands import java
+from tunepath.live.tomcat import java_binary
+from tunepath.steps.commands import load_blocks, restart
 
 __all__ = ["JvmOptionsStep", "jvm_table", "refusal"]
 
@@ -46,20 +47,25 @@ class JvmOptionsStep(Step):
         """One block per variant: its ``bin/setenv.sh``."""
         return [Block(f"setenv-{v.name}", "server", f"{v.label}: JVM options in {ctx.tomcat_home}/bin/setenv.sh",
                       setenv_command(ctx.tomcat_home, self.tomcat_config(v.name, ctx)), variant=v.name)
-                for v in self.variants]
+                for v in self.variants_for(ctx)]
+
+    def plan(self, ctx: HostContext) -> list[Block]:
+        """Each variant's ``bin/setenv.sh``, the restart, the warm-up and the load."""
+        return [*self.setenv_blocks(ctx), restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
     def skip_reasons(self, session, variant) -> list[str]:
         options = self.options.get(variant.name, ())
         if not options:
             return []
-        command = f"{java(session.ctx)} {' '.join(quote(o, 'JVM option') for o in options)} -version 2>&1"
+        jvm = java_binary(self.tomcat_config(variant.name, session.ctx).java_home)
+        command = f"{jvm} {' '.join(quote(o, 'JVM option') for o in options)} -version 2>&1"
         result = session.server.run(command, check=False, timeout=60)
         why = refusal(result.ok, result.stdout)
         return [f"the server's JVM does not take {' '.join(options)}: {why}"] if why else []
 
     def analysis(self, result, run) -> dict | None:
         table = jvm_table(result, run, self.facts)
-        return {"jvm_table": table} if table else None
+        return {"facts_table": table} if table else None
 
 
 def refusal(started: bool, output: str) -> str | None:
@@ -88,6 +94,6 @@ def jvm_table(result, run, facts: tuple[str, ...]) -> dict | None:
             value = fact_value(f, row.get(f))
             cells[f] = FACTS[f][3](value) if value is not None else fmt.NA
         out.append({"variant": row["variant"], "label": row["label"], "cells": cells})
-    return {"columns": columns, "rows": out,
+    return {"columns": columns, "rows": out, "text_columns": ["collector"],
             "note": "Medians over each configuration's counted repetitions, from the JVM's own counters "
                     "(its hsperfdata file) and its threads' CPU time, read before and after each measured load."}
