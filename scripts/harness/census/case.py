@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["REFUSE", "ACCEPT", "FLAG", "EXPECTATIONS", "CLOSED", "DIRECTORY", "JSON", "WORDS",
+__all__ = ["REFUSE", "ACCEPT", "FLAG", "EXPECTATIONS", "CLOSED", "JSON", "WORDS",
            "OK", "TRACEBACK", "HANG", "WRITE", "SILENT", "WRONG_REFUSAL", "CLASSES", "TMP",
            "Case", "Outcome", "Verdict"]
 
@@ -25,7 +25,6 @@ EXPECTATIONS = (REFUSE, ACCEPT, FLAG)
 
 # stdin other than bytes (None is /dev/null)
 CLOSED = "closed"          # file descriptor 0 closed, as `<&-` does
-DIRECTORY = "directory"    # a directory opened for reading: any read fails with EISDIR
 
 # how a FLAG case's output shows the damage
 JSON = "json"          # `tunepath parse`'s JSON: requests_per_sec_trusted false, or a problem listed
@@ -53,7 +52,7 @@ class Case:
     expect: str                                 # REFUSE, ACCEPT or FLAG
     setup: Callable[[Path], object] | None = None    # builds the input in the directory; what it
                                                      # returns is kept alive while the command runs
-    stdin: bytes | str | None = None            # bytes, CLOSED, DIRECTORY, or None for /dev/null
+    stdin: bytes | str | None = None            # bytes, CLOSED, or None for /dev/null
     watch: tuple[str, ...] = ()                 # directories (relative to {tmp}) a failure must not touch
     project: tuple[str, ...] | None = None      # a copy of the project at {tmp}/project, with these runs
     reference: Path | None = None               # the intact report a damaged one is compared with

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from harness.census.case import CLOSED, DIRECTORY, Case, Outcome, Verdict
+from harness.census.case import CLOSED, Case, Outcome, Verdict
 from harness.census.classify import classify
-from harness.census.sandbox import environment, make_project, python, refuse_unsafe, stdin_fd
+from harness.census.sandbox import environment, make_project, python, refuse_unsafe
 from harness.census.snapshot import changes, snapshot
 
 __all__ = ["PROJECT_WATCH", "Settings", "Result", "execute", "run_case", "references", "run_all", "kill_all"]
@@ -70,26 +70,21 @@ def _decode(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def _stdin(case: Case, tmp: Path, argv: list[str]) -> tuple[list[str], object, bytes | None, int | None]:
-    """(argv, stdin for Popen, bytes to write, a descriptor to close once the command started)."""
+def _stdin(case: Case, argv: list[str]) -> tuple[list[str], object, bytes | None]:
+    """(argv, stdin for Popen, bytes to write)."""
     if isinstance(case.stdin, bytes):
-        return argv, subprocess.PIPE, case.stdin, None
+        return argv, subprocess.PIPE, case.stdin
     if case.stdin == CLOSED:
-        return ["bash", "-c", 'exec "$@" <&-', "bash", *argv], subprocess.DEVNULL, None, None
-    if case.stdin == DIRECTORY:
-        fd = stdin_fd(tmp)
-        return argv, fd, None, fd
-    return argv, subprocess.DEVNULL, None, None
+        return ["bash", "-c", 'exec "$@" <&-', "bash", *argv], subprocess.DEVNULL, None
+    return argv, subprocess.DEVNULL, None
 
 
 def execute(case: Case, tmp: Path, env: dict[str, str], timeout_s: float) -> Outcome:
     """Run the case's command once; its exit status, output and wall time."""
-    argv, stdin, data, fd = _stdin(case, tmp, [python(), "-m", "tunepath.cli", *case.command(tmp)])
+    argv, stdin, data = _stdin(case, [python(), "-m", "tunepath.cli", *case.command(tmp)])
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp, env=env,
                             start_new_session=True)
-    if fd is not None:
-        os.close(fd)
     with _LOCK:
         _RUNNING.add(proc.pid)
     timed_out = False

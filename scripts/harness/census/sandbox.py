@@ -12,7 +12,6 @@ package was imported from. Nothing here writes outside the case's directory.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from harness import ROOT
 from harness.census.case import TMP, Case
 
-__all__ = ["PROJECT_PIECES", "RUNS", "ALL_RUNS", "make_project", "environment", "refuse_unsafe", "python", "stdin_fd"]
+__all__ = ["PROJECT_PIECES", "RUNS", "ALL_RUNS", "make_project", "environment", "refuse_unsafe", "python"]
 
 # what a command that reads the project needs of it (no scripts/: the package comes from PYTHONPATH)
 PROJECT_PIECES = ("config.toml", "content", "layouts", "static", "data", "notebooks")
@@ -84,7 +83,3 @@ def refuse_unsafe(case: Case) -> None:
 def _after(argv: tuple[str, ...], option: str) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == option]
 
-
-def stdin_fd(tmp: Path) -> int:
-    """A directory opened for reading: what a command reads from it fails with EISDIR."""
-    return os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
