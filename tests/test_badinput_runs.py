@@ -125,7 +125,7 @@ CASES = [   # (what, run.json, the field the message names)
     ("repetition a bool", _set(BASE, ["measurements", 3, "repetition"], True), "measurements[3].repetition"),
     ("stdout a number", _set(BASE, ["measurements", 0, "stdout"], 5), "measurements[0].stdout"),
     ("parts an object", _set(BASE, ["measurements", 0, "parts"], {}), "measurements[0].parts"),
-    ("unknown step", _set(BASE, ["measurements", 0, "step"], "tls"), "measurements[0].step"),
+    ("unknown step", _set(BASE, ["measurements", 0, "step"], "http3"), "measurements[0].step"),
     ("measured twice", _set(BASE, ["measurements"], BASE["measurements"] + BASE["measurements"][:1]),
      "measurements[7]"),
     ("skipped entry a number", _set(BASE, ["skipped"], [5]), "skipped[0]"),

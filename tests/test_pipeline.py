@@ -144,16 +144,16 @@ def test_modes_and_steps_fail_clearly():
         pipeline.step("baseline", "fast", RUNS)
     with pytest.raises(TunepathError, match="unknown mode"):
         pipeline.replay_step("baseline", RUNS, mode="fast")
-    with pytest.raises(TunepathError, match="unknown step 'tls'; the steps are: setup, baseline"):
-        pipeline.replay_step("tls", RUNS)
+    with pytest.raises(TunepathError, match="unknown step 'http3'; the steps are: setup, baseline"):
+        pipeline.replay_step("http3", RUNS)
     with pytest.raises(TunepathError, match="none of the selected runs recorded step 'baseline'"):
         pipeline.replay_step("baseline", RUNS, run_ids=["reference-grace"])
 
 
 def test_cli_errors_are_one_line(tmp_path):
     env = {"PYTHONPATH": str(ROOT / "scripts"), "PATH": "/usr/bin:/bin"}
-    for args in (["plan", "tls"], ["plan", "numa", "--run", "nope"],
-                 ["build", "--site-dir", str(tmp_path), "--steps", "tls", "--no-hugo"]):
+    for args in (["plan", "http3"], ["plan", "numa", "--run", "nope"],
+                 ["build", "--site-dir", str(tmp_path), "--steps", "http3", "--no-hugo"]):
         proc = subprocess.run([sys.executable, "-m", "tunepath.cli", *args], capture_output=True, text=True, env=env)
         assert proc.returncode == 2, (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -48,6 +48,8 @@ MOMENTS = (
     Moment("measurement", "a measurement", r": measuring for ", 3.0),
     Moment("change", "a disruptive change (eth0's queues)", CHANGE, 1.0),
     Moment("final-build", "the final build of the site", r"^runs: \d+ recorded runs", 15.0, build=True),
+    Moment("https", "a measurement over HTTPS (the TLS step: its key on the server)", r"tls/[^:]*: measuring for ",
+           3.0, steps="tls"),
 )
 
 

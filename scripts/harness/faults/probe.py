@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.faults.state import ServerState
+from tunepath.live.tomcatconf import TLS_DIR
 from tunepath.model.context import parse_cpu_list
 from tunepath.versions import TOMCAT_VERSION
 
@@ -148,7 +149,7 @@ class Probe:
             **{name: _sha(self.tomcat_home / rel) for name, rel in FILES},
             tomcat=tuple(pid for pid, _, cmd in server if b"org.apache.catalina" in cmd),
             httpd=tuple(pid for pid, comm, _ in server if comm in ("apache2", "httpd")),
-            load=tuple(load), lock=self.lock.exists())
+            load=tuple(load), lock=self.lock.exists(), tls_key=(self.tomcat_home / TLS_DIR).exists())
 
     def changed(self, before: ServerState) -> bool:
         """A host change is applied: CPUs, huge pages or queue counts differ from ``before``."""
@@ -181,6 +182,9 @@ class Probe:
         if self.lock.exists():
             shutil.rmtree(self.lock)
             done.append("lock removed")
+        if (self.tomcat_home / TLS_DIR).exists() and not before.tls_key:
+            shutil.rmtree(self.tomcat_home / TLS_DIR)
+            done.append(f"{TLS_DIR} removed")
         self.forget_saved_state()
         return done
 

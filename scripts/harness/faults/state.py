@@ -55,6 +55,7 @@ class ServerState(State):
     httpd: tuple[int, ...] = ()    # pids of the server user's Apache httpd
     load: tuple[int, ...] = ()     # pids of load generators of the client users
     lock: bool = False             # ~/.tunepath/lock of the server user exists
+    tls_key: bool = False          # the TLS step's certificate and key (conf/tunepath-tls) exist
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,7 @@ def measure(session: Session, step, variant: str, smoke: bool = False, repetitio
     nofile = session.nofile                 # read when this JVM started
     undo = step.before_load(session, variant, blocks, repetition)
     t = time.monotonic()
-    warm = blocks.get(f"warm-up-{variant}") or blocks.get("warm-up")     # a variant's own load has its own
-    if warm and not smoke and restart:
+    if (warm := blocks.get(f"warm-up-{variant}") or blocks.get("warm-up")) and not smoke and restart:
         started = replace(started, warmup=warm_up(session, step, warm, tag, repetition))
     clock.warmup_s, t = time.monotonic() - t, time.monotonic()
     cold = restart and warm is None        # the load's own wrk2 warms up: the probe warms first

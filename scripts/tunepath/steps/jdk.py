@@ -94,10 +94,11 @@ class Jdk(JvmOptionsStep):
         if not table:
             return None
         versions = {v.name: _version(v.output) for v in run.verifications if v.step == self.name}
-        table["columns"].insert(0, {"key": "java", "label": "Java (from java -version)"})
+        table["columns"].insert(0, {"key": "java", "label": "Java"})
         table["text_columns"].append("java")
         for row in table["rows"]:
             row["cells"]["java"] = versions.get(f"java-{JDK.get(row['variant'])}") or "n/a"
+        table["note"] = "Java: the build its own `java -version` printed on the server. " + table["note"]
         return {"facts_table": table}
 
 

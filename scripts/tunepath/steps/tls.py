@@ -160,7 +160,7 @@ def tls_table(run, variants) -> dict | None:
         return None
     return {"columns": [{"key": "protocol", "label": "Protocol"}, {"key": "cipher", "label": "Cipher"},
                         {"key": "group", "label": "Key exchange"},
-                        {"key": "provider", "label": "Implementation (from Tomcat's log)"}],
+                        {"key": "provider", "label": "Implementation"}],
             "rows": rows, "text_columns": ["protocol", "cipher", "group", "provider"],
             "note": "Recorded before each variant's first measurement: `openssl s_client -brief` on the client, "
                     "and the HTTPS connector's protocol handler as Tomcat's log names it."}
