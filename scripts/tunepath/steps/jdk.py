@@ -66,7 +66,8 @@ class Jdk(JvmOptionsStep):
         virtual = Block("connector-virtual", "server", f"Virtual threads: the HTTP Connector in "
                         f"{ctx.tomcat_home}/conf/server.xml", connector_xml(VIRTUAL), lang="xml",
                         variant="jdk21-virtual")
-        return [*installs, *self.setenv_blocks(ctx), virtual, restart(ctx), *load_blocks(ctx, self.load(ctx))]
+        setenv = [b for b in self.setenv_blocks(ctx) if not b.variant.endswith("-virtual")]   # the same file as 21's, 25's
+        return [*installs, *setenv, virtual, restart(ctx), *load_blocks(ctx, self.load(ctx))]
 
     def prepare_live(self, session) -> None:
         """Each pinned JDK on the server (uploaded where missing), and what its ``java -version`` prints."""
