@@ -4,10 +4,10 @@ its checks. Real Tomcat serving HTTPS: tests/test_tls_tomcat.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from tunepath.evidence.store import Run, Verification
 from tunepath.live.tomcatconf import (TLS_DIR, ConfigError, TlsConnector, TomcatConfig, render_server_xml,
                                       validate_server_xml)
 from tunepath.model.context import HostContext, ports_for, tls_port_for
@@ -128,14 +128,14 @@ def test_the_implementation_is_read_from_tomcats_log_for_the_https_port():
 def test_the_table_has_a_row_per_checked_variant_from_the_runs_files(tmp_path):
     (tmp_path / "h.txt").write_text((DATA / "s_client-brief.txt").read_text())
     (tmp_path / "p.txt").write_text('INFO Initializing ProtocolHandler ["https-jsse-nio-8443"]\n')
-    V = SimpleNamespace
-    run = V(context=HostContext(), verifications=[
-        V(step="tls", name="handshake-jsse", output=tmp_path / "h.txt"),
-        V(step="tls", name="provider-jsse", output=tmp_path / "p.txt"),
-        V(step="gc", name="handshake-openssl", output=tmp_path / "h.txt")])
+    V = Verification
+    run = Run("r", tmp_path, {}, HostContext(), None, verifications=[
+        V("tls", "handshake-jsse", "client", "c", tmp_path / "h.txt"),
+        V("tls", "provider-jsse", "server", "c", tmp_path / "p.txt"),
+        V("gc", "handshake-openssl", "client", "c", tmp_path / "h.txt")])
     table = tls_table(run, get_step("tls").variants)
     assert [r["variant"] for r in table["rows"]] == ["jsse"]
     assert table["rows"][0]["cells"] == {"protocol": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384",
                                          "group": "X25519", "provider": "JSSE (the JDK's own)"}
     assert set(table["text_columns"]) == {c["key"] for c in table["columns"]}
-    assert tls_table(V(context=HostContext(), verifications=[]), get_step("tls").variants) is None
+    assert tls_table(Run("r", tmp_path, {}, HostContext(), None), get_step("tls").variants) is None

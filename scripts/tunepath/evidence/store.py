@@ -115,6 +115,16 @@ class Run:
     def skipped(self) -> tuple[Skipped, ...]:
         return self.info.skipped
 
+    def verification_text(self, step: str, name: str) -> str | None:
+        """The recorded output of the check ``name`` of ``step`` (None: not recorded, or unreadable)."""
+        for v in self.verifications:
+            if v.step == step and v.name == name:
+                try:
+                    return v.output.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    return None
+        return None
+
     def steps(self) -> list[str]:
         """The steps this run recorded anything of, in the order it recorded them."""
         seen = [x.step for x in (*self.measurements, *self.verifications, *self.skipped)]

@@ -94,7 +94,8 @@ class Jdk(JvmOptionsStep):
         table = jvm_table(result, run, self.facts)
         if not table:
             return None
-        versions = {v.name: _version(v.output) for v in run.verifications if v.step == self.name}
+        versions = {v.name: _version(run.verification_text(self.name, v.name) or "")
+                    for v in run.verifications if v.step == self.name}
         table["columns"].insert(0, {"key": "java", "label": "Java"})
         table["text_columns"].append("java")
         for row in table["rows"]:
@@ -103,12 +104,8 @@ class Jdk(JvmOptionsStep):
         return {"facts_table": table}
 
 
-def _version(path) -> str | None:
+def _version(text: str) -> str | None:
     """``21.0.8+9-LTS`` from a recorded ``java -version`` (its runtime line), or None."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
     m = re.search(r"Runtime Environment[^(]*\(build ([^)]+)\)", text) or re.search(r'version "([^"]+)"', text)
     return m.group(1) if m else None
 

@@ -146,16 +146,15 @@ def tls_xml(tls: TlsConnector) -> str:
 def tls_table(run, variants) -> dict | None:
     """Per TLS variant of ``run``: the protocol and cipher a client negotiated and the implementation
     Tomcat named, from the run's recorded checks."""
-    outputs = {v.name: v.output for v in run.verifications if v.step == "tls"}
     rows = []
     for v in variants:
-        shake, named = outputs.get(f"handshake-{v.name}"), outputs.get(f"provider-{v.name}")
+        shake, named = run.verification_text("tls", f"handshake-{v.name}"), run.verification_text("tls", f"provider-{v.name}")
         if shake is None and named is None:
             continue
-        h = handshake(_read(shake))
+        h = handshake(shake or "")
         rows.append({"variant": v.name, "label": v.label, "cells": {
             "protocol": h.protocol or fmt.NA, "cipher": h.cipher or fmt.NA, "group": h.key_exchange or fmt.NA,
-            "provider": provider(_read(named), run.context.tls_port) or fmt.NA}})
+            "provider": provider(named or "", run.context.tls_port) or fmt.NA}})
     if not rows:
         return None
     return {"columns": [{"key": "protocol", "label": "Protocol"}, {"key": "cipher", "label": "Cipher"},
@@ -164,13 +163,6 @@ def tls_table(run, variants) -> dict | None:
             "rows": rows, "text_columns": ["protocol", "cipher", "group", "provider"],
             "note": "Recorded before each variant's first measurement: `openssl s_client -brief` on the client, "
                     "and the HTTPS connector's protocol handler as Tomcat's log names it."}
-
-
-def _read(path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace") if path else ""
-    except OSError:
-        return ""
 
 
 STEP = Tls()
