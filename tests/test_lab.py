@@ -113,7 +113,8 @@ def test_up_creates_every_part_and_status_says_so(lab):
     assert state.users == [f"{lab.prefix}-srv", f"{lab.prefix}-c1", f"{lab.prefix}-c2"]
     sudoers = Path(state.sudoers)
     assert stat.S_IMODE(sudoers.stat().st_mode) == 0o440 and f"{lab.prefix}-srv " in sudoers.read_text()
-    assert f"{lab.prefix}-c1" not in sudoers.read_text()
+    assert f"{lab.prefix}-c1 ALL=(root) NOPASSWD: /usr/sbin/sysctl -w net.ipv4.tcp_tw_reuse=[0-2]\n" in sudoers.read_text()
+    assert f"{lab.prefix}-c1 ALL=(ALL)" not in sudoers.read_text()
     known = lab.known_hosts.read_text().splitlines()
     assert [line.split()[0] for line in known] == [f"[127.0.0.1]:{h.port}" for h in state.hosts]
     out = subprocess.run([str(ROOT / ".venv" / "bin" / "tunepath"), "lab", "status", "--prefix", lab.prefix,

@@ -1,20 +1,15 @@
 """Recorded runs: the raw evidence everything on the site is derived from.
 
-A run lives in ``runs/<run_id>/``::
-
-    run.json            provenance: kind, status, date, source, hosts and their facts,
-                        the host context the commands were rendered for, and an index
-                        of measurements, verification outputs and skipped variants
-    raw/<file>, verify/<file>   load-generator and verification outputs exactly as printed
-
-Runs are written atomically (a temporary directory renamed into place) and never overwritten.
-Readers validate what they load: ``run.json`` must be strict JSON (UTF-8, no ``NaN``, no key
-twice) and match ``run.schema.json``, then checks the schema cannot express (a null fact needs a
-reason, the run id names the directory, step names come from the registry, a configuration is
-measured once per repetition, and every file a run names is the run's own, at most 16 MiB: inside
-its directory, symlinks resolved, of one hard link, as another name may lie outside the run).
-Whatever is wrong, the error is one line naming the file and the field, e.g.
-``runs/x/run.json: measurements[3].repetition: '2' is not of type 'integer'``.
+A run lives in ``runs/<run_id>/``: ``run.json`` (provenance: kind, status, date, source, hosts and
+their facts, the host context its commands were rendered for, and an index of measurements,
+verification outputs and skipped variants) beside ``raw/`` and ``verify/``, the load generators' and
+checks' outputs exactly as printed. Runs are written atomically (a temporary directory renamed into
+place) and never overwritten. Readers validate what they load: strict JSON (UTF-8, no ``NaN``, no key
+twice) matching ``run.schema.json``, then what a schema cannot express (a null fact needs a reason,
+the run id names the directory, step names come from the registry, a configuration is measured once
+per repetition, every file a run names is the run's own, at most 16 MiB: inside its directory,
+symlinks resolved, of one hard link). Whatever is wrong, the error is one line naming file and field,
+e.g. ``runs/x/run.json: measurements[3].repetition: '2' is not of type 'integer'``.
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
 from tunepath.model.run import HostRecord, LiveFigures, RunInfo, Skipped
 
-__all__ = ["Run", "Measurement", "Verification", "RunStore", "FACT_KEYS", "RunError", "SCHEMA_FILE",
-           "read_record", "validate"]
+__all__ = ["Run", "Measurement", "Verification", "RunStore", "FACT_KEYS", "RunError", "SCHEMA_FILE", "read_record", "validate"]
 
 FACT_KEYS = ("cpu_model", "cpus", "cpus_online", "numa_nodes", "kernel", "kernel_cmdline", "iommu",
              "nic", "os", "java_version", "tomcat_version", "load_generator", "nofile_limit")
@@ -47,7 +41,7 @@ FIX = "fix or restore the file from git"
 
 
 class RunError(TunepathError):
-    pass
+    """A recorded run that cannot be read or does not validate."""
 
 
 @dataclass(frozen=True)
@@ -117,13 +111,11 @@ class Run:
 
     def verification_text(self, step: str, name: str) -> str | None:
         """The recorded output of the check ``name`` of ``step`` (None: not recorded, or unreadable)."""
-        for v in self.verifications:
-            if v.step == step and v.name == name:
-                try:
-                    return v.output.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    return None
-        return None
+        found = next((v.output for v in self.verifications if v.step == step and v.name == name), None)
+        try:
+            return found.read_text(encoding="utf-8", errors="replace") if found else None
+        except OSError:
+            return None
 
     def steps(self) -> list[str]:
         """The steps this run recorded anything of, in the order it recorded them."""
@@ -131,10 +123,8 @@ class Run:
         return list(dict.fromkeys(seen))
 
     def measurement(self, step: str, variant: str, repetition: int = 1) -> Measurement | None:
-        for m in self.measurements:
-            if m.step == step and m.variant == variant and m.repetition == repetition:
-                return m
-        return None
+        return next((m for m in self.measurements
+                     if m.step == step and m.variant == variant and m.repetition == repetition), None)
 
 
 class RunStore:

@@ -112,11 +112,13 @@ def _accounts(state: LabState, paths: LabPaths, log: _Log) -> None:
             log(f"created user {name}")
         users.authorize(name, public)
     sudoers = users.sudoers_path(state.prefix)
-    if not sudoers.is_file():
+    server, *clients = lab_users(state.prefix)
+    if not sudoers.is_file() or sudoers.read_text() != users.sudoers_text(server, clients):
         state.sudoers = str(sudoers)
         save_state(paths.state_file, state)
-        users.write_sudoers(sudoers, lab_users(state.prefix)[0])
-        log(f"wrote {sudoers}: passwordless sudo for {lab_users(state.prefix)[0]} only")
+        users.write_sudoers(sudoers, server, clients)
+        log(f"wrote {sudoers}: passwordless sudo for {server}; {', '.join(clients)} may run "
+            f"`{users.CLIENT_SUDO}` only")
 
 
 def _sshd(state: LabState, paths: LabPaths, log: _Log) -> None:

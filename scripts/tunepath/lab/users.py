@@ -3,9 +3,10 @@
 Users are machine-wide (the namespaces share ``/etc/passwd`` and ``/home``): ``<prefix>-srv``,
 ``<prefix>-c1`` and ``<prefix>-c2``, made with ``useradd -m`` and bash, with no password (``*``:
 nothing can log in with one, but the account is not locked, so sshd takes its key). Each one's
-``~/.ssh/authorized_keys`` holds the lab's one public key. Only the server's user gets passwordless
+``~/.ssh/authorized_keys`` holds the lab's one public key. The server's user gets passwordless
 sudo, from ``/etc/sudoers.d/<prefix>-lab`` (mode 0440, checked with ``visudo -cf`` before it is
-put in place), as the path asks of a real server.
+put in place), as the path asks of a real server; the clients' users may run only
+:data:`CLIENT_SUDO` as root, the kernel step's one client setting.
 
 Ownership: ``create_user`` writes a creation mark into the new home, :data:`CREATION_MARK`, a file
 owned by root (the user cannot forge one) recording the account's name, uid and home's inode.
@@ -27,9 +28,13 @@ from tunepath.errors import TunepathError
 from tunepath.lab.system import run, tool
 
 __all__ = ["SUDOERS_DIR", "CREATION_MARK", "CreationMark", "user_name", "sudoers_path", "user_exists", "create_user",
-           "authorize", "not_ours", "delete_user", "write_sudoers", "remove_sudoers", "user_sudo_line"]
+           "authorize", "not_ours", "delete_user", "write_sudoers", "remove_sudoers", "user_sudo_line",
+           "client_sudo_line", "sudoers_text", "CLIENT_SUDO"]
 
 SUDOERS_DIR = Path("/etc/sudoers.d")
+# the one command the clients' users may run as root: the kernel step's client setting (tcp_tw_reuse is
+# per network namespace), exactly as its page prints it, with the values 0-2 it takes
+CLIENT_SUDO = "/usr/sbin/sysctl -w net.ipv4.tcp_tw_reuse=[0-2]"
 CREATION_MARK = ".tunepath-lab-user"      # in the home of each user the lab created
 
 
@@ -140,18 +145,30 @@ def user_sudo_line(name: str) -> str:
     return f"{name} ALL=(ALL) NOPASSWD: ALL\n"
 
 
-def write_sudoers(path: Path, name: str) -> None:
-    """Passwordless sudo for ``name``: validated in a file sudo ignores (its name holds a '.'),
-    then renamed into place, so sudo never reads half a file or a file visudo refused."""
+def client_sudo_line(name: str) -> str:
+    """What a client's user may run as root: the kernel step's one client setting, nothing wider (a
+    client namespace shares the machine's kernel, so a wider sysctl could change the machine's own)."""
+    return f"{name} ALL=(root) NOPASSWD: {CLIENT_SUDO}\n"
+
+
+def sudoers_text(server: str, clients=()) -> str:
+    return ("# tunepath lab: removed by `tunepath lab down`\n" + user_sudo_line(server)
+            + "".join(client_sudo_line(c) for c in clients))
+
+
+def write_sudoers(path: Path, server: str, clients=()) -> None:
+    """Passwordless sudo for ``server``, and for each of ``clients`` only :data:`CLIENT_SUDO`: validated
+    in a file sudo ignores (its name holds a '.'), then renamed into place, so sudo never reads half a
+    file or a file visudo refused."""
     tmp = path.with_name(f"{path.name}.tunepath-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o440)
     try:
-        os.write(fd, ("# tunepath lab: removed by `tunepath lab down`\n" + user_sudo_line(name)).encode())
+        os.write(fd, sudoers_text(server, clients).encode())
         os.fchmod(fd, 0o440)
     finally:
         os.close(fd)
     try:
-        run([tool("visudo"), "-cf", str(tmp)], f"checking the sudoers file for {name}")
+        run([tool("visudo"), "-cf", str(tmp)], f"checking the sudoers file for {server}")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -16,9 +16,10 @@ from typing import Callable, TypeVar
 from tunepath.errors import TunepathError
 from tunepath.live.facts import parse_hugepages
 from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
-from tunepath.live.hoststate import GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, preflight, save_original_state
+from tunepath.live.hoststate import (GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, Preflight, preflight,
+                                    save_original_state)
 from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
-from tunepath.live.restore import release_hugepages as release_pool, restore
+from tunepath.live.restore import release_hugepages as release_pool, restore, restore_clients
 from tunepath.live.held import HeldInterrupts
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress, side_file, write_private
@@ -26,7 +27,7 @@ from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_bin
 from tunepath.model.shell import quote
 
 __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
-           "jvm_warnings", "log_size", "ensure_tomcat", "secret_hidden", "boot_id", "wait_for_reboot",
+           "jvm_warnings", "log_size", "ensure_tomcat", "refused_load", "secret_hidden", "boot_id", "wait_for_reboot",
            "release_hugepages", "large_pages_evidence"]
 
 T = TypeVar("T")
@@ -52,7 +53,7 @@ def step_guard(session: Session, step: str):
             cleanup(session.server, session.tomcat, session.clients, session.run_id, quick=interrupted)
             done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
             if session.options.apply:
-                for line in restore(session.server):
+                for line in restore(session.server) + restore_clients(session.clients):
                     progress(f"{step}: restored {line}")
                     done.append(line)
             if interrupted:          # the runner need not do it again: it ends the run within seconds
@@ -163,10 +164,14 @@ def run_block(session: Session, step: str, block, *, record: bool = True, timeou
 
 def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
     """Run a disruptive block if allowed; returns (changed, reason-if-not). A block that needs a
-    reboot stays a dry run without allow_reboot, with every reason it could not run."""
+    reboot stays a dry run without allow_reboot, with every reason it could not run. A block of one
+    variant (``block.variant``) is only checked here, on the hosts it names; the step applies it before
+    each of that variant's measurements (``Step.before_start``)."""
     opts = session.options
     reboot = block.id in REBOOT_BLOCKS
-    check = preflight(session.server, block, session.facts, session.inventory.same_machine)
+    hosts = session.clients if block.host == "client" else [session.server]
+    check = next((c for c in (preflight(h, block, session.facts, session.inventory.same_machine) for h in hosts)
+                  if not c.ok), Preflight(True))
     held = ("dry-run: disruptive, needs apply (scripts/run --apply)" if not opts.apply else
             "needs a reboot: rerun with allow_reboot" if reboot and not opts.allow_reboot else "")
     if not check.ok and not (reboot and held):
@@ -178,6 +183,8 @@ def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
         progress(f"{step}: dry-run {block.id}:\n{block.text}")
         return False, reason
     save_original_state(session.server, session.facts)
+    if block.variant:         # applied before each of its variant's measurements (Step.before_start)
+        return True, ""
     if reboot:
         return _reboot(session, step, block)
     run_block(session, step, block)
@@ -279,10 +286,29 @@ def jvm_warnings(session: Session, offset: int) -> tuple[list[str], int | None]:
     return [ln.strip() for ln in rest.splitlines() if ln.strip()], int(limit) if limit.strip().isdigit() else None
 
 
+def refused_load(session: Session, tag: str, reports, url: str) -> None:
+    """A measurement whose responses were mostly errors measured an error page, not the servlet: the
+    step fails (its output is recorded), and nothing of it is published."""
+    bad = [r for r in reports if r.errors]
+    if bad:
+        raise TunepathError(
+            f"{tag}: {bad[0].non_2xx_3xx:,} of {bad[0].requests:,} responses were HTTP errors (4xx/5xx) on "
+            f"{session.server.name}: the load did not reach the servlet. From a client, `curl -s -o /dev/null -w "
+            f"'%{{http_code}}' {url}` shows the status (403: the examples webapp admits local clients only; the "
+            "setup step opens it)")
+
+
 def ensure_tomcat(session: Session, step: str) -> None:
-    """A step run without the setup step still needs Tomcat: install it, or say how."""
-    if session.tomcat.installed_version():
-        return
+    """A step run without the setup step still needs Tomcat: install it, or say how; and its examples
+    webapp open to remote clients, as the setup step leaves it (else every response is a 403)."""
+    if not session.tomcat.installed_version():
+        _install_tomcat(session, step)
+    if not session.inventory.same_machine and session.tomcat.open_examples():
+        session.recorder.block(step, "open-examples", "server", "(the setup step's open-examples block)", "ran",
+                               how="the examples webapp admitted local clients only: opened before the step")
+
+
+def _install_tomcat(session: Session, step: str) -> None:
     opts = session.options
     if not (opts.tomcat_tarball or opts.tomcat_url):
         raise TunepathError(f"on {session.server.name}: Tomcat is not installed at {session.tomcat.home}: run "

@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.live import sysctls
 from tunepath.live.facts import SBIN_PATH, channels_command, current_queues_command, parse_channels
 from tunepath.live.hosts import Host
 from tunepath.model.context import brace_ranges, cpu_ranges
-from tunepath.model.plan import Block
+from tunepath.model.plan import Block, Sysctl
 from tunepath.model.shell import heredoc, quote
 
 GRUB_DROP_IN = "/etc/default/grub.d/99-tunepath-iommu.cfg"
@@ -88,6 +89,10 @@ def _can_root(host: Host) -> bool:
 
 def preflight(host: Host, block: Block, facts: dict, same_machine: bool) -> Preflight:
     """Can ``block`` work on this host? A 'no' carries the reason shown on the page."""
+    settings = [Sysctl(n, v) for n, v in re.findall(r"^sudo sysctl -w (\S+?)=(\d+)$", block.text, re.M)]
+    if settings:                      # its own check: a client's sudo may allow exactly these commands
+        why = sysctls.check(host, settings)
+        return Preflight(why is None, why or "")
     if not _can_root(host):
         return Preflight(False, f"needs root on {host.name}, and sudo is not allowed without a password")
     bid = block.id

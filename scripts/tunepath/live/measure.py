@@ -5,9 +5,8 @@ backup), restarts it with the step's restart block, waits until it answers, warm
 samples CPU on every host, drives the load from every client at once, samples again and
 records the raw output, CPU per mode, Tomcat's and the clients' CPU time, the JVM's own
 warnings and the open-file limit. The step object decides what is step-specific: the
-configuration, the load tool, whether all clients drive the load, and what must run
-beside Tomcat (``Step.before_load``).
-"""
+configuration, the host settings it starts under (``Step.before_start``), the load tool,
+whether all clients drive the load, and what must run beside Tomcat (``Step.before_load``)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from tunepath.analysis.steady import WarmUp
 from tunepath.errors import TunepathError
-from tunepath.live.actions import boot_id, jvm_warnings, load_pidfile, run_block
+from tunepath.live.actions import boot_id, jvm_warnings, load_pidfile, refused_load, run_block
 from tunepath.live.hoststate import local_boot_id
 from tunepath.live.facts import MODES, CpuSample, cpu_sample, cpu_utilisation
 from tunepath.live.hosts import CommandFailed, Host
@@ -71,8 +70,7 @@ def drive(session: Session, load_text: str, duration: int, clients: list[Host]) 
 
 
 def load_clients(session: Session, step, variant: str) -> list[Host]:
-    """Every inventory client drives the load at once when there are several and the step
-    allows it for this variant (JMeter, ab and the rate sweep measure from one client)."""
+    """Every inventory client drives the load at once where the step allows it (JMeter, ab and the rate sweep: one)."""
     if len(session.clients) > 1 and session.options.all_clients and step.multi_client(variant):
         return list(session.clients)
     return [session.client]
@@ -84,6 +82,7 @@ READY_S_EMULATED = 600
 
 def _restart(session: Session, step, variant: str, config, blocks: dict, tag: str, repetition: int) -> Started:
     rec, tomcat = session.recorder, session.tomcat
+    step.before_start(session, variant, repetition)
     progress(f"{tag}: configuring Tomcat ({config.describe()})")
     tomcat.configure(config)
     restart_block = blocks.get("restart-tomcat") or blocks.get("start-tomcat")
@@ -158,9 +157,8 @@ class Phases:
     def to_dict(self, now: float) -> dict:
         wall = now - self.t0
         spent = self.restart_s + self.stop_s + self.warmup_s + self.probe_s + self.calibration_s + self.counted_s
-        return {"wall_s": round(wall, 3), "restart_s": round(self.restart_s, 3), "stop_s": round(self.stop_s, 3),
-                "warmup_s": round(self.warmup_s, 3), "probe_s": round(self.probe_s, 3),
-                "calibration_s": round(self.calibration_s, 3), "orchestration_s": round(max(0.0, wall - spent), 3)}
+        parts = {k: getattr(self, k) for k in ("restart_s", "stop_s", "warmup_s", "probe_s", "calibration_s")}
+        return {k: round(v, 3) for k, v in {"wall_s": wall, **parts, "orchestration_s": max(0.0, wall - spent)}.items()}
 
 
 _WARM = re.compile(r"\s-W\s*(\d+)\b")
@@ -365,8 +363,8 @@ def _record(session: Session, step, variant: str, load, tool: str, config, windo
 
 
 def placement(ctx, restart_block=None) -> dict:
-    """Where Tomcat and the load generator ran (CPU lists; "" unpinned) and whether they shared a kernel.
-    A step whose restart pins Tomcat itself (the NUMA move where a CPU cannot go offline) says so."""
+    """Where Tomcat and the load generator ran (CPU lists; "" unpinned), whether they shared a kernel
+    (a NUMA move's own taskset, where a CPU cannot go offline, pins Tomcat: so it says)."""
     server = ctx.server_pin_cpus
     if restart_block is not None and ctx.stuck_cpus and f"taskset -c {cpu_ranges(ctx.numa_cpus)} " in restart_block.text:
         server = ctx.numa_cpus
@@ -376,13 +374,15 @@ def placement(ctx, restart_block=None) -> dict:
 
 def _rate(session: Session, step, variant: str, results: list, tool: str, repetition: int,
           calibrated: bool = True) -> float | None:
-    """The requests per second all clients achieved, or None (kept as evidence, not counted)."""
+    """The requests per second all clients achieved, or None (kept as evidence, not counted); a step
+    whose load met error responses fails."""
     try:
         reports = [parse_report(r.stdout, tool) for r in results]
     except TunepathError as exc:
         session.recorder.warn(f"{step.name}/{variant} repetition {repetition}: its report gives no rate ({exc}); "
                               "it is kept as evidence and does not count towards the interval")
         return None
+    refused_load(session, f"{step.name}/{variant}", reports, step.load(session.ctx).url)
     if calibrated and reports[0].tool == "wrk2" and session.options.profile != "smoke":
         _check_calibration(session, step, variant, reports[0])
     rates = [r.requests_per_sec for r in reports]
@@ -390,8 +390,8 @@ def _rate(session: Session, step, variant: str, results: list, tool: str, repeti
 
 
 def _check_calibration(session: Session, step, variant: str, report) -> None:
-    """wrk2 records latency only after each thread calibrated: a report with fewer calibration
-    lines than threads holds latencies of the calibration period too (and no per-thread rate)."""
+    """wrk2 records latency only after calibrating each thread: fewer calibration lines than threads,
+    its latencies include the calibration period (and it gives no per-thread rate)."""
     threads = report.threads if isinstance(report.threads, int) else 0
     if len(report.calibration) < threads:
         session.recorder.warn(

@@ -100,7 +100,7 @@ def put_back(options, run_id: str, failed: bool = True, settled: bool = False) -
                     cleanup(server, Tomcat(server, expand_home(server, options.tomcat_home),
                                            port=options.http_port), clients, run_id)
                 finally:
-                    lines += _original_state(server, options, options.apply, options.allow_reboot, run_id)
+                    lines += _original_state(server, options, options.apply, options.allow_reboot, run_id, clients)
                 return lines
         except HostKeyError:
             raise
@@ -127,17 +127,22 @@ def _settle(options, run_id: str) -> list[str]:
         server.close()
 
 
-def _original_state(server, options, restore_state: bool, reboot: bool, run_id: str | None) -> list[str]:
-    """The saved original state back; with ``reboot``, the kernel's parameters too (a reboot, when
-    they differ); then the run's lock released (``run_id``), on the connection that is current."""
+def _original_state(server, options, restore_state: bool, reboot: bool, run_id: str | None,
+                    clients=()) -> list[str]:
+    """The saved original state back (the clients' sysctls too); with ``reboot``, the kernel's parameters
+    too (a reboot, when they differ); then the run's lock released (``run_id``), on the connection that
+    is current."""
     from tunepath.live.hosts import connect, load_inventory
     from tunepath.live.hoststate import release_lock
-    from tunepath.live.restore import reboot_to_original, restore
+    from tunepath.live.restore import reboot_to_original, restore, restore_clients
 
     lines, host = [], server
     try:
         if restore_state:
-            lines += restore(server, forget=not reboot)
+            try:
+                lines += restore_clients(clients)
+            finally:
+                lines += restore(server, forget=not reboot)
         if reboot:
             inventory = load_inventory(options.hosts_file)
             host, more = reboot_to_original(server, lambda: connect(inventory.server, inventory))
@@ -197,7 +202,7 @@ def restore_server(options, force: bool = False, reboot: bool = False) -> tuple[
         finally:
             if held is not None:
                 server.run(f"rm -rf {LOCK_DIR}", check=False, timeout=15)
-        done += _original_state(server, options, True, reboot, None)
+        done += _original_state(server, options, True, reboot, None, clients)
         if held is not None:
             done.append("the lock of the dead run removed")
     run_id = (held or {}).get("run_id")

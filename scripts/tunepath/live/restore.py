@@ -1,5 +1,6 @@
 """Putting a host back: its saved original state (CPUs, NIC queues, huge pages, GRUB's IOMMU
-parameters), then, where the run may reboot, a reboot that puts the kernel's own parameters back.
+parameters, and the sysctls of :mod:`tunepath.live.sysctls`, on the clients too), then, where the
+run may reboot, a reboot that puts the kernel's own parameters back.
 
 The original state is what :func:`tunepath.live.hoststate.save_original_state` recorded before the
 first change. :func:`restore` undoes each part that differs, every part tried even when another
@@ -14,6 +15,7 @@ import base64
 import binascii
 
 from tunepath.errors import TunepathError
+from tunepath.live import sysctls
 from tunepath.live.facts import channels_command, parse_channels
 from tunepath.live.hosts import Host
 from tunepath.live.hoststate import GRUB_DROP_IN, NR_HUGEPAGES, STATE_FILE, OriginalState, load_original_state
@@ -22,18 +24,16 @@ from tunepath.model.cmdline import KernelCmdline
 from tunepath.model.context import brace_ranges, cpu_ranges, parse_cpu_list
 from tunepath.model.shell import number, path, quote
 
-__all__ = ["restore", "release_hugepages", "reboot_to_original", "original_cmdline"]
+__all__ = ["restore", "restore_clients", "release_hugepages", "reboot_to_original", "original_cmdline"]
 
 
 def restore(host: Host, forget: bool = False) -> list[str]:
-    """The host back to its saved original state (CPUs, NIC queues, huge pages, GRUB), every part tried even
+    """The host back to its saved original state (CPUs, NIC queues, huge pages, GRUB, sysctls), every part tried even
     when another fails; one line per change, naming host and command ([] when nothing differs: a second call).
     ``forget`` removes the saved state once everything is back."""
     state = load_original_state(host)
-    if not state:
-        return []
     done, problems = [], []
-    for part in (_restore_cpus, _restore_queues, _restore_hugepages, _restore_grub):
+    for part in (_restore_cpus, _restore_queues, _restore_hugepages, _restore_grub) if state else ():
         try:
             change = part(host, state)
         except TunepathError as exc:
@@ -41,10 +41,28 @@ def restore(host: Host, forget: bool = False) -> list[str]:
             continue
         if change:
             done.append(f"{change[0]} on {host.name} (`{change[1]}`)")
+    try:
+        done += sysctls.put_back(host)
+    except TunepathError as exc:
+        problems.append(str(exc))
     if problems:
-        raise TunepathError("; ".join(problems) + f"; the saved state stays in {STATE_FILE}: rerun `tunepath restore`")
-    if forget:
+        raise TunepathError("; ".join(problems) + (f"; the saved state stays in {STATE_FILE}: rerun `tunepath "
+                                                   "restore`" if state else ""))
+    if forget and state:
         host.run(f"rm -f {quote(STATE_FILE)}", check=False, timeout=15)
+    return done
+
+
+def restore_clients(clients) -> list[str]:
+    """The kernel settings the run changed on the clients back (their saved sysctls), every client tried."""
+    done, problems = [], []
+    for client in clients:
+        try:
+            done += sysctls.put_back(client)
+        except TunepathError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise TunepathError("; ".join(problems))
     return done
 
 

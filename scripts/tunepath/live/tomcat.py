@@ -157,13 +157,16 @@ class Tomcat:
             raise TunepathError(f"on {self.host.name}: Tomcat unpacked but {self.home}/bin/version.sh fails")
         return version
 
-    def open_examples(self) -> None:
+    def open_examples(self) -> bool:
         """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones).
         The backup it keeps marks the opening: every :meth:`configure` opens it again, since the
-        clean-up after each step (:meth:`restore_config`) puts the original back."""
+        clean-up after each step (:meth:`restore_config`) puts the original back. True if it was closed."""
+        ctx = self.file("webapps/examples/META-INF/context.xml")
         orig = self.file(f"webapps/examples/META-INF/context.xml{BACKUP_SUFFIX}")
-        self.host.run(f"test -f {orig} || cp -p {self.file('webapps/examples/META-INF/context.xml')} {orig}; "
-                      + self._reopen_examples(), timeout=30)
+        r = self.host.run(f"before=$(cksum < {ctx}); test -f {orig} || cp -p {ctx} {orig}; "
+                          + self._reopen_examples() + f"; [ \"$before\" = \"$(cksum < {ctx})\" ] || echo opened",
+                          timeout=30)
+        return "opened" in r.stdout
 
     def _reopen_examples(self) -> str:
         """Opens the examples webapp to remote clients if the setup step did (its backup exists)."""

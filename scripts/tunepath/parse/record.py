@@ -20,6 +20,7 @@ PERCENTILE_KEYS = ("50", "75", "90", "99", "99.9", "99.99", "99.999", "100")
 # A problem with any of these fields makes requests per second untrustworthy: the figure itself,
 # what it is checked against, or a part of the report that could not be read at all.
 RATE_FIELDS = frozenset({"requests_per_sec", "requests", "duration_s", "report"})
+ERROR_SHARE = 0.01     # above this share of error responses, a report measured errors, not the servlet
 
 
 @dataclass
@@ -79,6 +80,12 @@ class WrkReport:
     def requests_per_sec_trusted(self) -> bool:
         """False when a problem concerns requests per second (then the pages flag it)."""
         return not any(p.field in RATE_FIELDS for p in self.problems)
+
+    @property
+    def errors(self) -> bool:
+        """More than :data:`ERROR_SHARE` of the responses were errors (wrk2's "Non-2xx or 3xx responses": HTTP
+        4xx/5xx): the load measured an error page (a refusal), not the servlet."""
+        return bool(self.requests) and self.non_2xx_3xx > ERROR_SHARE * self.requests
 
     def add_problem(self, problem: Problem) -> None:
         """Record a problem and its warning (once)."""

@@ -22,7 +22,7 @@ from tunepath.steps.base import KINDS, Step
 __all__ = ["ORDER", "Registry", "REGISTRY", "STEPS", "get_step", "Step", "load", "MEASURED_SEQUENCE", "ANALYSIS_STEPS",
            "plan", "variant_config", "step_variants"]
 
-ORDER = ("setup", "baseline", "nic_queues", "numa", "iommu", "connectors", "connector_limits", "tls", "jvm", "gc", "jit", "jdk", "load_generators", "proxy",
+ORDER = ("setup", "baseline", "nic_queues", "numa", "iommu", "connectors", "connector_limits", "kernel_net", "tls", "jvm", "gc", "jit", "jdk", "load_generators", "proxy",
          "thread_sweep", "rate_sweep", "compare", "summary")
 
 

@@ -27,7 +27,7 @@ The hooks, by who calls them (each method below documents its default):
   ``optional_blocks``, ``shares_server``;
 - live (``live.execute``, ``live.measure``, ``live.repeat``): ``run_live`` (default
   ``standard_flow``), ``prepare_live``, ``skip_reasons``, ``load_tool``, ``multi_client``,
-  ``before_load`` (may return a function that undoes it), ``measure`` (default: interleaved
+  ``before_start``, ``before_load`` (may return a function that undoes it), ``measure`` (default: interleaved
   rounds until the stopping rule ends them). ``live.measure`` runs the plan's ``restart-tomcat``
   (or ``start-tomcat``), ``warm-up`` if any, then ``load-<variant>`` or ``load``; blocks with a
   ``variant`` are shown on the page and applied through the configuration, not run by the plan;
@@ -176,6 +176,10 @@ class Step:
     def multi_client(self, variant: str) -> bool:
         """Whether every client of the inventory drives ``variant``'s load at once."""
         return True
+
+    def before_start(self, session: "Session", variant: str, repetition: int) -> None:
+        """Before Tomcat starts for ``variant``: the host settings it runs under (kernel settings a
+        listening socket reads when it opens); its blocks' checks passed in the plan."""
 
     def before_load(self, session: "Session", variant: str, blocks: dict[str, Block],
                     repetition: int) -> Callable[[], None] | None:
