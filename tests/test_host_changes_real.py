@@ -275,3 +275,32 @@ def test_iommu_stays_a_dry_run_here_even_with_apply(tmp_path, home):
     changed, reason = disruptive(session, "iommu", block)
     assert not changed and "would reboot this machine" in reason
     assert not (home / ".tunepath" / "original-state.json").exists()      # nothing was about to change
+
+
+def test_kernel_step_sysctls_saved_switched_and_put_back_in_a_namespace(veth, home):
+    """The kernel step's sysctls on a real kernel, in a namespace of the test's own (they are per
+    namespace): saved once, switched per variant, put back by the restore that ends every run."""
+    from tunepath.live import sysctls
+    from tunepath.model.plan import Sysctl
+    from tunepath.steps.kernel_net import SETTINGS
+
+    host = NamespaceHost(veth)
+    names = ("net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog")
+    before = sysctls.read_values(host, names)
+    assert all(v and v.isdigit() for v in before.values())
+    touched = [s for settings in SETTINGS.values() for s in settings]
+    assert sysctls.check(host, SETTINGS["backlogs"]) is None
+    assert "net.core.netdev_max_backlog does not exist" in sysctls.check(host, SETTINGS["netdev-backlog"])
+    sysctls.switch(host, "server", SETTINGS["backlogs"], touched)
+    assert sysctls.read_values(host, names) == {n: "65535" for n in names}
+    assert sysctls.saved_values(host) == before            # the originals, saved before the change
+    sysctls.switch(host, "server", (), touched)               # another variant: the originals again
+    assert sysctls.read_values(host, names) == before
+    sysctls.switch(host, "server", SETTINGS["backlogs"], touched)
+    sysctls.switch(host, "server", (Sysctl("net.core.somaxconn", "512"),), touched)
+    assert sysctls.saved_values(host) == before            # a second change keeps the first value saved
+    lines = restore(host)                                  # what every run's end, guard and `tunepath restore` call
+    assert sysctls.read_values(host, names) == before and sysctls.saved_values(host) == {}
+    assert any("net.core.somaxconn=" in line and "`sudo sysctl -w net.core.somaxconn=" in line for line in lines)
+    assert restore(host) == []                             # nothing left to put back
+    assert not (home / ".tunepath" / "original-sysctls.json").exists()

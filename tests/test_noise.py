@@ -94,6 +94,9 @@ def test_overload_calibration_duration_and_errors():
     notfound = parse_file(FIXTURES / "wrk2" / "notfound_404.txt")
     got = flags(notfound)
     assert "non-2xx" in codes(got) and next(f for f in got if f.code == "non-2xx").field == "non_2xx_3xx"
+    said = next(f for f in got if f.code == "non-2xx").text
+    assert notfound.errors and said.startswith(f"{notfound.non_2xx_3xx:,} of {notfound.requests:,} responses")
+    assert "measured an error page, not the servlet" in said
     c8g = parse_file(ROOT / "runs" / "reference-aws-c8g" / "raw" / "baseline-stock.txt")
     got = flags(c8g, offered_rate=500_000)
     assert codes(got) == ["rate-short", "socket-errors"]

@@ -161,3 +161,14 @@ def test_disturbed_repetitions_left_out_and_missing_figures_are_said(recorded):
     missing = pair(recorded, row("nio", FLAT, LOW), row("nio2", FLAT, [None] * 4))
     assert missing.why == "no-figure" and missing.reason == "server CPU per request was not recorded for NIO2"
     assert "on vm" in pair(recorded, row("nio", FLAT, LOW), row("nio2", FLAT, HIGH), ONE_MACHINE).sentence
+
+
+def test_a_side_whose_responses_were_mostly_errors_gets_no_verdict(recorded):
+    """A load that met HTTP 403s (the examples webapp refusing remote clients) measured an error page."""
+    refused = row("nio2", FLAT, HIGH) | {"requests": 60000.0, "non_2xx_3xx": 60000.0}
+    found = pair(recorded, row("nio", FLAT, LOW) | {"requests": 60000.0, "non_2xx_3xx": 0.0}, refused)
+    assert found.why == "errors" and found.significant is None
+    assert found.reason == ("NIO2: over 1% of the responses were HTTP errors, so it measured an error page, not "
+                            "the servlet")
+    few = row("nio2", FLAT, HIGH) | {"requests": 60000.0, "non_2xx_3xx": 600.0}      # 1 %: still the servlet
+    assert pair(recorded, row("nio", FLAT, LOW), few).significant is True

@@ -279,7 +279,11 @@ def _error_flags(report) -> list[NoiseFlag]:
                          f"{errors:,} socket errors (connect {report.socket_errors['connect']}, read "
                          f"{report.socket_errors['read']}, write {report.socket_errors['write']}, timeout "
                          f"{report.socket_errors['timeout']})"))
-    if report.non_2xx_3xx:
+    if report.errors:
+        out.append(_flag("non-2xx", "non_2xx_3xx",
+                         f"{report.non_2xx_3xx:,} of {report.requests:,} responses had an error status (HTTP 4xx/5xx): "
+                         "this measured an error page, not the servlet, and gets no verdict"))
+    elif report.non_2xx_3xx:
         out.append(_flag("non-2xx", "non_2xx_3xx",
                          f"{report.non_2xx_3xx:,} responses with an error status: they are counted in "
                          "Requests/s"))

@@ -20,8 +20,8 @@ the one the derived ratios follow. Nothing here reads the frames'
 ``*_significant`` columns: each verdict is computed from the values of its own figure.
 
 No verdict where it would mean nothing: an emulated server (its figures test the commands), a
-reference run (a single measurement), two configurations from different steps' rounds, a figure not
-recorded, repetitions left out as disturbed, or too few repetitions to reach 95 % (3 + 3 cannot;
+reference run (a single measurement), two configurations from different steps' rounds, responses that
+were mostly HTTP errors (an error page measured, not the servlet), a figure not recorded, repetitions left out as disturbed, or too few repetitions to reach 95 % (3 + 3 cannot;
 4 + 4 can). ``Verdict.why`` names the reason as a code (:data:`WHY`), ``reason`` in words.
 """
 
@@ -32,6 +32,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from tunepath.analysis import derive, stats
+from tunepath.parse.record import ERROR_SHARE
 from tunepath.publish import formatting as fmt
 
 __all__ = ["Verdict", "step_verdicts", "figure_for", "host_words", "RPS", "CPU", "LEVEL", "WHY"]
@@ -48,6 +49,7 @@ WHY = {
     "reference": "a reference run's single measurement",
     "other-rounds": "measured in different steps' rounds",
     "no-figure": "figure not recorded",
+    "errors": "its responses were errors",
     "disturbed": "repetitions left out as disturbed",
     "too-few": "too few repetitions to test at 95 %",
     "no-interval": "the interval did not reach 95 %",
@@ -156,6 +158,12 @@ def _pairs(step, run, rows: list[dict], run_rows: list[dict]) -> list[_Pair]:
     return out
 
 
+def _errors(row: dict) -> bool:
+    """More than :data:`ERROR_SHARE` of the configuration's responses were errors (medians of its repetitions)."""
+    bad, total = _number(row.get("non_2xx_3xx")), _number(row.get("requests"))
+    return bool(bad and total and bad > ERROR_SHARE * total)
+
+
 def _needed() -> int:
     return next(k for k in range(stats.MIN_FOR_VERDICT, 64) if stats.testable(k, k, _ALPHA))
 
@@ -168,6 +176,11 @@ def _no_verdict(pair: _Pair, run, a: _Side | None, b: _Side, figure: str) -> tup
         return "reference", "a reference run is a single measurement"
     if not pair.same_rounds:
         return "other-rounds", "measured in a different step's rounds, so drift over time would pass for an effect"
+    failed = [row for row in (pair.a, pair.b) if row is not None and _errors(row)]
+    if failed:
+        return "errors", (f"{' and '.join(str(r.get('label') or r.get('variant')) for r in failed)}: over "
+                          f"{ERROR_SHARE:.0%} of the responses were HTTP errors, so it measured an error page, not "
+                          "the servlet")
     missing = [s.label for s in (a, b) if s is not None and not s.values]
     if a is None or missing:
         return "no-figure", f"{WORDS[figure]} was not recorded for {' or '.join(missing) or pair.a_label}"
