@@ -50,6 +50,10 @@ MOMENTS = (
     Moment("final-build", "the final build of the site", r"^runs: \d+ recorded runs", 15.0, build=True),
     Moment("https", "a measurement over HTTPS (the TLS step: its key on the server)", r"tls/[^:]*: measuring for ",
            3.0, steps="tls"),
+    Moment("sysctl-server", "a measurement under the server's raised backlogs (the kernel step's sysctls)",
+           r"kernel-network/backlogs[^:]*: measuring for ", 3.0, steps="kernel-network"),
+    Moment("sysctl-client", "a measurement under the clients' tcp_tw_reuse (the kernel step's sysctls)",
+           r"kernel-network/tw-reuse[^:]*: measuring for ", 3.0, steps="kernel-network"),
 )
 
 

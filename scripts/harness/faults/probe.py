@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.faults.state import ServerState
 from tunepath.live.tomcatconf import TLS_DIR
+from tunepath.steps.kernel_net import CLIENT_NAMES, SERVER_NAMES
 from tunepath.model.context import parse_cpu_list
 from tunepath.versions import TOMCAT_VERSION
 
@@ -58,6 +59,7 @@ def apply_lock():
 
 CPU_ONLINE = Path("/sys/devices/system/cpu/online")
 HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
+SAVED_SYSCTLS = ".tunepath/original-sysctls.json"     # tunepath.live.sysctls.SAVED, under each lab user's home
 FILES = (("server_xml", "conf/server.xml"), ("setenv_sh", "bin/setenv.sh"),
          ("context_xml", "webapps/examples/META-INF/context.xml"))
 LOAD_TOOLS = {"wrk", "wrk2", "ab", "siege", "java"}     # JMeter is a java process
@@ -129,6 +131,9 @@ class Probe:
         self.home = Path(self.user.pw_dir)
         self.tomcat_home = self.home / f"apache-tomcat-{TOMCAT_VERSION}"
         self.client_uids = [pwd.getpwnam(lab.user(r)).pw_uid for r in lab.roles() if r != "server"]
+        # the kernel step's sysctls, per namespace (they are per network namespace), and where each is saved
+        self.namespaces = {r: lab.netns(r) for r in lab.roles()}
+        self.homes = [Path(pwd.getpwnam(lab.user(r)).pw_dir) for r in lab.roles()]
 
     @property
     def lock(self) -> Path:
@@ -149,15 +154,29 @@ class Probe:
             **{name: _sha(self.tomcat_home / rel) for name, rel in FILES},
             tomcat=tuple(pid for pid, _, cmd in server if b"org.apache.catalina" in cmd),
             httpd=tuple(pid for pid, comm, _ in server if comm in ("apache2", "httpd")),
-            load=tuple(load), lock=self.lock.exists(), tls_key=(self.tomcat_home / TLS_DIR).exists())
+            load=tuple(load), lock=self.lock.exists(), tls_key=(self.tomcat_home / TLS_DIR).exists(),
+            sysctls=self.sysctls(), saved_sysctls=any(h.joinpath(SAVED_SYSCTLS).exists() for h in self.homes))
+
+    def sysctls(self) -> str:
+        """Each namespace's values of the kernel step's settings, in one line."""
+        parts = []
+        for role, ns in self.namespaces.items():
+            names = SERVER_NAMES if role == "server" else CLIENT_NAMES
+            r = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", " ; ".join(
+                f"echo {n}=$(cat /proc/sys/{n.replace('.', '/')} 2>/dev/null)" for n in names)],
+                capture_output=True, text=True, timeout=15)
+            parts.append(f"{role} {' '.join(r.stdout.split())}")
+        return "; ".join(parts)
 
     def changed(self, before: ServerState) -> bool:
         """A host change is applied: CPUs, huge pages or queue counts differ from ``before``."""
         return (_cpus_online() != before.cpus_online or int(HUGEPAGES.read_text()) != before.hugepages
-                or self.queues() != before.queues)
+                or self.queues() != before.queues or self.sysctls() != before.sysctls)
 
     def forget_saved_state(self) -> None:
         (self.home / ".tunepath" / "original-state.json").unlink(missing_ok=True)
+        for home in self.homes:
+            home.joinpath(SAVED_SYSCTLS).unlink(missing_ok=True)
 
     def repair(self, before: ServerState) -> list[str]:
         """Put the server back as root, whatever tunepath left: what had to be done, one line each."""
@@ -182,10 +201,22 @@ class Probe:
         if self.lock.exists():
             shutil.rmtree(self.lock)
             done.append("lock removed")
+        if now.sysctls != before.sysctls:
+            done += self._repair_sysctls(before.sysctls)
         if (self.tomcat_home / TLS_DIR).exists() and not before.tls_key:
             shutil.rmtree(self.tomcat_home / TLS_DIR)
             done.append(f"{TLS_DIR} removed")
         self.forget_saved_state()
+        return done
+
+    def _repair_sysctls(self, want: str) -> list[str]:
+        done = []
+        for part in want.split("; "):
+            role, _, values = part.partition(" ")
+            for name, value in (v.split("=", 1) for v in values.split() if v.partition("=")[2].isdigit()):
+                subprocess.run(["ip", "netns", "exec", self.namespaces[role], "sysctl", "-q", "-w", f"{name}={value}"],
+                               capture_output=True, timeout=15)
+                done.append(f"{role}: {name}={value}")
         return done
 
     def _repair_file(self, path: Path, want: str) -> list[str]:

@@ -56,6 +56,8 @@ class ServerState(State):
     load: tuple[int, ...] = ()     # pids of load generators of the client users
     lock: bool = False             # ~/.tunepath/lock of the server user exists
     tls_key: bool = False          # the TLS step's certificate and key (conf/tunepath-tls) exist
+    sysctls: str = ""              # the kernel step's settings in each namespace: "server net.core.somaxconn=4096 …"
+    saved_sysctls: bool = False    # a lab user's ~/.tunepath/original-sysctls.json (a run's leftover)
 
 
 @dataclass(frozen=True)
