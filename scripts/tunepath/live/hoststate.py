@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from tunepath.errors import TunepathError
-from tunepath.live import sysctls
+from tunepath.live import irqs, sysctls
 from tunepath.live.facts import SBIN_PATH, channels_command, current_queues_command, parse_channels
 from tunepath.live.hosts import Host
 from tunepath.model.context import brace_ranges, cpu_ranges
@@ -96,6 +96,10 @@ def preflight(host: Host, block: Block, facts: dict, same_machine: bool) -> Pref
     if not _can_root(host):
         return Preflight(False, f"needs root on {host.name}, and sudo is not allowed without a password")
     bid = block.id
+    if bid == "pin-irqs":
+        why = irqs.check(host, (facts.get("nic") or {}).get("name")) or (
+            "single NUMA node: the NIC's node holds every CPU" if (facts.get("numa_nodes") or 1) < 2 else None)
+        return Preflight(why is None, why or "")
     if bid in ("offline-cpus", "move-cpus"):
         return _cpus_check(host, block, facts)
     if bid in ("set-queues", "show-queues", "show-queues-after"):

@@ -1,5 +1,6 @@
 """Putting a host back: its saved original state (CPUs, NIC queues, huge pages, GRUB's IOMMU
-parameters, and the sysctls of :mod:`tunepath.live.sysctls`, on the clients too), then, where the
+parameters, the NIC's interrupts of :mod:`tunepath.live.irqs`, and the sysctls of
+:mod:`tunepath.live.sysctls`, on the clients too), then, where the
 run may reboot, a reboot that puts the kernel's own parameters back.
 
 The original state is what :func:`tunepath.live.hoststate.save_original_state` recorded before the
@@ -15,7 +16,7 @@ import base64
 import binascii
 
 from tunepath.errors import TunepathError
-from tunepath.live import sysctls
+from tunepath.live import irqs, sysctls
 from tunepath.live.facts import channels_command, parse_channels
 from tunepath.live.hosts import Host
 from tunepath.live.hoststate import GRUB_DROP_IN, NR_HUGEPAGES, STATE_FILE, OriginalState, load_original_state
@@ -41,10 +42,11 @@ def restore(host: Host, forget: bool = False) -> list[str]:
             continue
         if change:
             done.append(f"{change[0]} on {host.name} (`{change[1]}`)")
-    try:
-        done += sysctls.put_back(host)
-    except TunepathError as exc:
-        problems.append(str(exc))
+    for part in (sysctls.put_back, irqs.put_back):
+        try:
+            done += part(host)
+        except TunepathError as exc:
+            problems.append(str(exc))
     if problems:
         raise TunepathError("; ".join(problems) + (f"; the saved state stays in {STATE_FILE}: rerun `tunepath "
                                                    "restore`" if state else ""))

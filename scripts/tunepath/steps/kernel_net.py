@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
+from tunepath.live.irqs import pin_command
 from tunepath.model.plan import Block, Sysctl, Variant
 from tunepath.parse.netstat import count, increase
 from tunepath.publish import formatting as fmt
@@ -28,10 +29,11 @@ from tunepath.steps.commands import connector_xml, load_blocks, restart
 __all__ = ["STEP", "SETTINGS", "CONNECTOR"]
 
 ONE_REQUEST = {"maxKeepAliveRequests": "1"}
+IRQS = "irq-affinity"          # the variant that pins the NIC's interrupts (live/irqs), not a sysctl
 BACKLOG = "65535"
 # variant → its connector attributes (beside ONE_REQUEST) and its kernel settings
 CONNECTOR = {"stock": {}, "accept-count": {"acceptCount": "4096"}, "backlogs": {"acceptCount": BACKLOG},
-             "netdev-backlog": {}, "tw-reuse": {}}
+             "netdev-backlog": {}, "tw-reuse": {}, IRQS: {}}
 SETTINGS = {
     "backlogs": (Sysctl("net.core.somaxconn", BACKLOG), Sysctl("net.ipv4.tcp_max_syn_backlog", BACKLOG)),
     "netdev-backlog": (Sysctl("net.core.netdev_max_backlog", "16384"),),
@@ -66,9 +68,11 @@ class KernelNetwork(Step):
                 f'acceptCount="{BACKLOG}"'),
         Variant("netdev-backlog", "netdev_max_backlog 16384", "net.core.netdev_max_backlog 16384 on the server"),
         Variant("tw-reuse", "Clients reuse TIME_WAIT", "net.ipv4.tcp_tw_reuse 1 on every client"),
+        Variant(IRQS, "NIC interrupts on its node", "irqbalance stopped, the NIC's interrupts pinned to the CPUs "
+                "of its NUMA node"),
     )
     verifications = ("java-version",)
-    disruptive_needs = {v: (f"sysctl-{v}",) for v in SETTINGS}
+    disruptive_needs = {**{v: (f"sysctl-{v}",) for v in SETTINGS}, IRQS: ("pin-irqs",)}
 
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
         if variant not in CONNECTOR:
@@ -90,6 +94,8 @@ class KernelNetwork(Step):
                 host = SETTINGS[v.name][0].host
                 blocks.append(Block(f"sysctl-{v.name}", host, f"{v.label}: on {'every client' if host == 'client' else 'the server'}",
                                     "\n".join(s.command for s in SETTINGS[v.name]), disruptive=True, variant=v.name))
+        blocks.append(Block("pin-irqs", "server", f"{self.label(IRQS, ctx)}: on the server",
+                            pin_command(ctx.nic, ctx.numa_cpus), disruptive=True, variant=IRQS))
         return [*blocks, restart(ctx), *load_blocks(ctx, self.load(ctx)),
                 Block("show-overflows", "server", "Listen-queue overflows since boot", OVERFLOWS, variant="stock"),
                 Block("show-time-wait", "server", "Sockets in TIME_WAIT (on the server, then on a client)",
@@ -101,19 +107,21 @@ class KernelNetwork(Step):
 
     def run_live(self, session) -> None:
         """The standard flow, then the step's settings back on every host, and the values after it."""
+        from tunepath.live import irqs
         from tunepath.live.execute import standard_flow
         from tunepath.live.restore import restore_clients
         from tunepath.live.sysctls import put_back
 
         standard_flow(self, session)
         if session.options.apply:
-            session.recorder.note_put_back(put_back(session.server) + restore_clients(session.clients),
-                                           f"When {self.name} ended", [self.name])
+            back = put_back(session.server) + irqs.put_back(session.server) + restore_clients(session.clients)
+            session.recorder.note_put_back(back, f"When {self.name} ended", [self.name])
         _record_values(session, self.name, "after")
 
     def before_start(self, session, variant: str, repetition: int) -> None:
         """The variant's sysctls set, the others the step changes back to their saved values; the values
         recorded before its first measurement."""
+        from tunepath.live import irqs
         from tunepath.live.sysctls import switch
 
         if not session.options.apply:
@@ -123,6 +131,10 @@ class KernelNetwork(Step):
         for role, hosts in (("server", [session.server]), ("client", session.clients)):
             for host in hosts:
                 switch(host, role, wanted, touched)
+        if variant == IRQS:
+            irqs.pin(session.server, session.ctx.nic, session.ctx.numa_cpus)
+        else:                     # the saved affinities back (if the IRQ variant ran), kept for its next round
+            irqs.put_back(session.server, forget=False)
         if repetition == 1:
             _record_values(session, self.name, variant)
 
