@@ -304,3 +304,40 @@ def test_kernel_step_sysctls_saved_switched_and_put_back_in_a_namespace(veth, ho
     assert any("net.core.somaxconn=" in line and "`sudo sysctl -w net.core.somaxconn=" in line for line in lines)
     assert restore(host) == []                             # nothing left to put back
     assert not (home / ".tunepath" / "original-sysctls.json").exists()
+
+
+def test_nic_interrupts_pinned_and_put_back_on_this_machines_nic(home, apply_lock):
+    """The kernel step's NIC-interrupt variant on a real NIC of this machine (a virtio NIC's interrupts are
+    its PCI parent's): each pinned to CPU 0, then every affinity back as it was. A veth has none."""
+    from tunepath.live import irqs
+
+    need("root")
+    host = LocalHost()
+    nics = [n.name for n in Path("/sys/class/net").iterdir() if irqs.nic_irqs(host, n.name)]
+    if not nics:
+        pytest.skip("no NIC of this machine has interrupts of its own (msi_irqs)")
+    nic, numbers = nics[0], irqs.nic_irqs(host, nics[0])
+    files = [Path(f"/proc/irq/{n}/smp_affinity_list") for n in numbers]
+    before = [f.read_text().strip() for f in files]
+    try:
+        assert irqs.check(host, nic) is None
+        said = irqs.pin(host, nic, (0,))
+        assert [f.read_text().strip() for f in files] == ["0"] * len(files)
+        assert said[-1] == f"interrupts {', '.join(map(str, numbers))} of {nic} on CPUs 0"
+        assert (home / ".tunepath" / "original-irqs.json").exists()
+        irqs.pin(host, nic, (0,))                       # a second round keeps the first saved values
+        lines = restore(host)                           # what every run's end, guard and `tunepath restore` call
+        assert [f.read_text().strip() for f in files] == before
+        assert not (home / ".tunepath" / "original-irqs.json").exists()
+        assert lines == ([f"the affinity of interrupts {', '.join(str(n) for n, b in zip(numbers, before) if b != '0')} "
+                          f"again on {host.name}"] if any(b != "0" for b in before) else [])
+    finally:
+        for f, value in zip(files, before):
+            f.write_text(value)
+
+
+def test_a_veth_has_no_interrupts_to_pin(veth):
+    from tunepath.live import irqs
+
+    reason = irqs.check(NamespaceHost(veth), "eth0")
+    assert reason.startswith("eth0 on ") and "has no interrupts of its own" in reason and "veth" in reason

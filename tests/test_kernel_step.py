@@ -94,3 +94,15 @@ def test_the_table_gives_the_listen_queue_overflows_and_time_wait_sockets_per_va
     assert rows["backlogs"]["queue"] == "65,535" and rows["backlogs"]["overflows"] == "0"
     assert rows["backlogs"]["tw_server"] == "n/a"
     assert kernel_table(_run(tmp_path, {}), STEP.variants) is None
+
+
+def test_the_interrupt_variant_pins_the_nics_interrupts_to_its_nodes_cpus():
+    ctx = HostContext(nic="eth0", numa_cpus=(96, 97, 98, 99))
+    block = {b.id: b for b in STEP.plan(ctx)}["pin-irqs"]
+    assert block.disruptive and block.variant == "irq-affinity" and STEP.disruptive_needs["irq-affinity"] == ("pin-irqs",)
+    assert block.text.splitlines() == [
+        "sudo systemctl stop irqbalance",
+        "for irq in $(ls /sys/class/net/eth0/device/msi_irqs 2>/dev/null || ls /sys/class/net/eth0/device/../msi_irqs "
+        "2>/dev/null); do",
+        "  echo 96-99 | sudo tee /proc/irq/$irq/smp_affinity_list", "done"]
+    assert STEP.tomcat_config("irq-affinity", ctx).connector == {"maxKeepAliveRequests": "1"}
