@@ -402,3 +402,18 @@ def test_bench_parse_counts_reports_and_leaves_other_files_out(tmp_path, capsys)
     assert any("wrk2: absent" in n for n in result["notes"])
     for mode in ("file", "memory"):
         assert result[mode]["seconds"] >= 0.2 and result[mode]["reports_per_s"] > 0
+
+
+def test_a_build_refuses_a_package_other_than_the_projects_own(tmp_path):
+    """A stale editable install or a PYTHONPATH to another copy would build the pages with other code."""
+    from tunepath.errors import TunepathError
+    from tunepath.publish.cache import check_package
+
+    check_package(ROOT)                                   # this checkout's package: the one imported here
+    check_package(tmp_path)                               # a project copy without scripts/ (the package comes from PYTHONPATH)
+    (tmp_path / "scripts" / "tunepath").mkdir(parents=True)
+    with pytest.raises(TunepathError) as caught:
+        check_package(tmp_path)
+    assert str(caught.value).startswith(f"the tunepath package imported here is {ROOT / 'scripts' / 'tunepath'}, "
+                                        f"not this project's {tmp_path / 'scripts' / 'tunepath'}")
+    assert f"pip install --no-deps -e {tmp_path}" in str(caught.value)

@@ -237,6 +237,7 @@ def build_site(site_dir: Path | None = None, runs_dir: Path | None = None, steps
     else one more than the CPUs; :mod:`tunepath.publish.pool`).
     """
     project = project_dir().resolve()
+    cache.check_package(project)
     site_dir = Path(site_dir).resolve() if site_dir else project
     runs_dir = Path(runs_dir) if runs_dir else project / "runs"
     check_site_dir(site_dir, project, runs_dir)

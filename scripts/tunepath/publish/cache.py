@@ -37,8 +37,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tunepath.errors import TunepathError
+
 __all__ = ["CACHE_VERSION", "OUTPUT_DIRS", "StepKey", "BuildInputs", "Verdict", "sha256_file", "tree_digest",
-           "runs_digest", "package_digest", "parameters_digest", "manifest_path", "read_manifest",
+           "check_package", "runs_digest", "package_digest", "parameters_digest", "manifest_path", "read_manifest",
            "write_manifest", "drop_manifest", "check", "snapshot_outputs", "changed_since", "step_outputs",
            "record", "UNCHANGED", "runs_check_key", "runs_checked", "record_runs_checked"]
 
@@ -109,6 +111,17 @@ def runs_digest(runs_dir: Path) -> str:
         if entry.is_symlink() and entry.is_dir() and not _runs_skip((entry.name,)):
             files += _files(entry, lambda parts: False)
     return _tree_digest(runs_dir, files)
+
+
+def check_package(project: Path) -> None:
+    """The package this build runs is the project's own ``scripts/tunepath``, where the project has one.
+    Another (an editable install left pointing at an older copy, a PYTHONPATH to another checkout) would
+    draw this project's pages with other code, and cache them under its package's hash."""
+    own, running = project / "scripts" / "tunepath", Path(__file__).resolve().parents[1]
+    if own.is_dir() and own.resolve() != running:
+        raise TunepathError(f"the tunepath package imported here is {running}, not this project's {own}: the "
+                            "build would run other code. Build with the project's scripts/build, or point the "
+                            f"environment at it (`.venv/bin/python -m pip install --no-deps -e {project}`)")
 
 
 def package_digest(package_dir: Path | None = None, version: str | None = None) -> str:
