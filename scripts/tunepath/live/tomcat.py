@@ -31,11 +31,8 @@ BACKUP_SUFFIX = ".tunepath-orig"
 
 
 def sha512_of(path: Path) -> str:
-    h = hashlib.sha512()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha512").hexdigest()
 
 
 def java_binary(java_home: str | None) -> str:

@@ -49,15 +49,11 @@ CACHE_VERSION = 1
 OUTPUT_DIRS = ("data", "static/charts", "static/notebooks")
 COMPONENTS = ("notebook", "parameters", "runs", "package")
 UNCHANGED = "unchanged (code, parameters, runs, package) — not re-executed"
-_CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _files(root: Path, skip_dir) -> list[Path]:
