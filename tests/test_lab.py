@@ -180,7 +180,16 @@ def test_server_user_changes_its_queues_with_sudo_and_clients_have_no_sudo(lab):
         for client in (client1, client2):
             with pytest.raises(TunepathError, match="sudo asks for a password"):
                 client.run("true", sudo=True)
+        # a client's sudo allows exactly the kernel step's client setting, in its own namespace
+        was = client1.run("cat /proc/sys/net/ipv4/tcp_tw_reuse").stdout.strip()
+        client1.run("sudo -n sysctl -w net.ipv4.tcp_tw_reuse=1")
+        assert client1.run("cat /proc/sys/net/ipv4/tcp_tw_reuse").stdout.strip() == "1"
+        assert client2.run("cat /proc/sys/net/ipv4/tcp_tw_reuse").stdout.strip() == was      # not its namespace
+        assert Path("/proc/sys/net/ipv4/tcp_tw_reuse").read_text().strip() == was          # nor the machine's
+        client1.run(f"sudo -n sysctl -w net.ipv4.tcp_tw_reuse={was}")
+        assert client1.run("sudo -n sysctl -w net.core.somaxconn=1", check=False).exited != 0
     finally:
+        client1.run("sudo -n sysctl -w net.ipv4.tcp_tw_reuse=2", check=False)
         server.run(f"{SBIN} sudo -n ethtool -L eth0 rx 4 tx 4", check=False)
         assert _channels(server) == (4, 4)
         for host in (server, client1, client2):
