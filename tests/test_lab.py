@@ -170,7 +170,7 @@ def test_each_host_is_its_own_user_and_nic_over_ssh(lab):
 
 
 @live
-def test_server_user_changes_its_queues_with_sudo_and_clients_have_no_sudo(lab):
+def test_server_user_changes_its_queues_with_sudo_and_clients_only_their_tcp_tw_reuse(lab):
     _, (server, client1, client2) = _hosts(lab)
     try:
         server.run("sudo -n true")
