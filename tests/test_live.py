@@ -430,7 +430,7 @@ def test_a_put_back_is_noted_on_the_pages_it_concerns(tmp_path):
     recorder.note_put_back([], "When the run ended")
     assert "notes" not in recorder.record                        # nothing put back: no note
     recorder.note_put_back(["eth0: combined 4 queues again"], "When numa failed", ["numa"])
-    assert recorder.record["notes"] == [{"text": "When numa failed, the server was put back as the run found it: "
+    assert recorder.record["notes"] == [{"text": "When numa failed, the hosts were put back as the run found them: "
                                                  "eth0: combined 4 queues again.", "steps": ["numa"]}]
 
 
@@ -452,7 +452,7 @@ def test_tunepath_restore_notes_what_it_did_in_the_run_that_held_the_lock(tmp_pa
     where = note_in_dead_run(tmp_path / "runs", "live-x", options, lines)
     assert where.startswith("noted in run live-x")
     note = json.loads((dead / "run.json").read_text())["notes"][0]
-    assert note["text"].startswith("When `tunepath restore` ran after the run had ended, the server was put back")
+    assert note["text"].startswith("When `tunepath restore` ran after the run had ended, the hosts were put back")
     assert "ethtool -L eth0 combined 4" in note["text"] and "srvuser" not in note["text"]
     assert note["steps"] == ["nic-queues"]
     assert "not in" in note_in_dead_run(tmp_path / "runs", "live-other", options, lines)

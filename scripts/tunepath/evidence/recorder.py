@@ -332,7 +332,7 @@ class RunRecorder:
         an abort), on the pages of ``steps`` (None: every page of the run)."""
         if not lines:
             return
-        note = {"text": f"{when}, the server was put back as the run found it: {'; '.join(lines)}."}
+        note = {"text": f"{when}, the hosts were put back as the run found them: {'; '.join(lines)}."}
         if steps:
             note["steps"] = list(steps)
         self.record.setdefault("notes", []).append(self.mask(note))
