@@ -106,3 +106,9 @@ def test_the_interrupt_variant_pins_the_nics_interrupts_to_its_nodes_cpus():
         "2>/dev/null); do",
         "  echo 96-99 | sudo tee /proc/irq/$irq/smp_affinity_list", "done"]
     assert STEP.tomcat_config("irq-affinity", ctx).connector == {"maxKeepAliveRequests": "1"}
+
+
+def test_only_the_kernel_steps_changes_are_applied_per_measurement_by_the_step():
+    """The plan runs every other disruptive block itself (the JVM's huge pages, of its large-pages variant)."""
+    assert STEP.measured_changes == {"sysctl-backlogs", "sysctl-netdev-backlog", "sysctl-tw-reuse", "pin-irqs"}
+    assert not get_step("jvm").measured_changes

@@ -162,11 +162,11 @@ def run_block(session: Session, step: str, block, *, record: bool = True, timeou
     return result
 
 
-def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
+def disruptive(session: Session, step: str, block, run: bool = True) -> tuple[bool, str]:
     """Run a disruptive block if allowed; returns (changed, reason-if-not). A block that needs a
-    reboot stays a dry run without allow_reboot, with every reason it could not run. A block of one
-    variant (``block.variant``) is only checked here, on the hosts it names; the step applies it before
-    each of that variant's measurements (``Step.before_start``)."""
+    reboot stays a dry run without allow_reboot, with every reason it could not run. Checked on the
+    hosts it names; ``run=False`` (``Step.measured_changes``): only checked here, the step applies it
+    before each of its variant's measurements (``Step.before_start``)."""
     opts = session.options
     reboot = block.id in REBOOT_BLOCKS
     hosts = session.clients if block.host == "client" else [session.server]
@@ -183,7 +183,7 @@ def disruptive(session: Session, step: str, block) -> tuple[bool, str]:
         progress(f"{step}: dry-run {block.id}:\n{block.text}")
         return False, reason
     save_original_state(session.server, session.facts)
-    if block.variant:         # applied before each of its variant's measurements (Step.before_start)
+    if not run:               # applied before each of its variant's measurements (Step.before_start)
         return True, ""
     if reboot:
         return _reboot(session, step, block)

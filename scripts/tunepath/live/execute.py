@@ -65,7 +65,7 @@ def run_plan(step, session: Session) -> dict[str, str]:
     blocked: dict[str, str] = {}
     for block in step.plan(session.ctx):
         if block.disruptive:
-            changed, reason = disruptive(session, step.name, block)
+            changed, reason = disruptive(session, step.name, block, run=block.id not in step.measured_changes)
             if not changed and block.id not in step.optional_blocks:
                 blocked[block.id] = reason
         elif block.variant:

@@ -24,7 +24,7 @@ The hooks, by who calls them (each method below documents its default):
 - commands and variants (the live flow, the frames, ``tunepath plan``): ``variants`` and
   ``variants_for``, ``label``, ``sort_key``, ``config`` (→ ``tomcat_config``), ``plan``,
   ``verifications``, ``client_verifications``, ``probes``, ``disruptive_needs``,
-  ``optional_blocks``, ``shares_server``;
+  ``optional_blocks``, ``measured_changes``, ``shares_server``;
 - live (``live.execute``, ``live.measure``, ``live.repeat``): ``run_live`` (default
   ``standard_flow``), ``prepare_live``, ``skip_reasons``, ``load_tool``, ``multi_client``,
   ``before_start``, ``before_load`` (may return a function that undoes it), ``measure`` (default: interleaved
@@ -76,6 +76,8 @@ class Step:
     probes: tuple[str, ...] = ()                  # read-only plan blocks recorded as verification output
     disruptive_needs: dict[str, tuple[str, ...]] = {}    # variant → disruptive blocks it needs
     optional_blocks: frozenset[str] = frozenset() # disruptive blocks whose absence still lets it measure
+    measured_changes: frozenset[str] = frozenset()   # disruptive blocks it applies itself before each of their
+                                                     # variant's measurements (before_start): the plan checks them
     notebook_cells: tuple[tuple[str, str], ...] = ()     # extra ("markdown"|"code", source) cells
     notebook_parameters: tuple[tuple[str, str, str], ...] = ()   # extra (name, default, comment) parameters
     number: int = 0                               # its position in the path (set by the registry)

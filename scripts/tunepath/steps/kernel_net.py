@@ -73,6 +73,7 @@ class KernelNetwork(Step):
     )
     verifications = ("java-version",)
     disruptive_needs = {**{v: (f"sysctl-{v}",) for v in SETTINGS}, IRQS: ("pin-irqs",)}
+    measured_changes = frozenset(b for needs in disruptive_needs.values() for b in needs)
 
     def config(self, variant: str, ctx: HostContext) -> TomcatConfig:
         if variant not in CONNECTOR:
