@@ -83,3 +83,21 @@ def test_the_version_shown_is_the_runtimes_build_from_its_own_java_version():
                     'mode)\n') == "21.0.8+9-LTS"
     assert _version('openjdk version "17.0.9" 2023-10-17\n') == "17.0.9"
     assert _version("bash: java: command not found\n") is None
+
+
+def test_the_facts_table_puts_each_rows_java_build_first_from_the_recorded_java_version(tmp_path):
+    import pandas as pd
+    from tunepath.evidence.store import Run, Verification
+
+    (tmp_path / "j21.txt").write_text('OpenJDK Runtime Environment Temurin-21.0.8+9 (build 21.0.8+9-LTS)\n')
+    run = Run("r1", tmp_path, {}, HostContext(), None,
+              verifications=[Verification("jdk", "java-21", "server", "java -version", tmp_path / "j21.txt")])
+    frame = pd.DataFrame([{"run_id": "r1", "variant": v, "label": v, "collector": "G1",
+                           "gc_pauses_during": 3.0} for v in ("jdk21-virtual", "jdk25")])
+    step = get_step("jdk")
+    table = step.analysis(SimpleNamespace(frame=frame), run)["facts_table"]
+    assert [c["key"] for c in table["columns"]][:2] == ["java", "collector"]
+    assert [r["cells"]["java"] for r in table["rows"]] == ["21.0.8+9-LTS", "n/a"]   # no java-25 recorded
+    assert set(table["text_columns"]) == {"java", "collector"}
+    assert table["note"].startswith("Java: the build its own `java -version` printed")
+    assert step.analysis(SimpleNamespace(frame=frame.assign(run_id="other")), run) is None

@@ -159,7 +159,7 @@ def test_jvm_table_shows_the_recorded_collector_and_each_fact_with_its_format():
              "gc_pauses_during": float("nan"), "gc_pause_ms_during": None, "gc_cpu_pct_during": None},
             {"run_id": "other", "variant": "g1", "label": "G1", "collector": "G1",
              "gc_pauses_during": 1.0, "gc_pause_ms_during": 1.0, "gc_cpu_pct_during": 1.0}]
-    table = jvm_table(Result(rows), Run(), ("gc_pauses_during", "gc_pause_ms_during", "gc_cpu_pct_during"))
+    table = jvm_table(Result(rows), Run(), ("gc_pauses_during", "gc_pause_ms_during", "gc_cpu_pct_during")).data()
     assert [c["key"] for c in table["columns"]] == ["collector", "gc_pauses_during", "gc_pause_ms_during",
                                                     "gc_cpu_pct_during"]
     assert [r["variant"] for r in table["rows"]] == ["zgc", "g1"]
@@ -167,7 +167,8 @@ def test_jvm_table_shows_the_recorded_collector_and_each_fact_with_its_format():
     assert zgc["collector"] == "ZGC" and zgc["gc_pauses_during"] == "12" and zgc["gc_pause_ms_during"] == "310.00 µs"
     assert zgc["gc_cpu_pct_during"].startswith("4.5")
     assert set(g1.values()) == {"n/a"}
-    assert jvm_table(Result([{**rows[0], "run_id": "x"}]), Run(), ()) is None
+    assert table["text_columns"] == ["collector"]           # the facts are figures, the collector words
+    assert jvm_table(Result([{**rows[0], "run_id": "x"}]), Run(), ()).analysis() is None
 
 
 def test_every_jvm_step_variant_is_one_set_of_options_in_setenv():

@@ -133,9 +133,9 @@ def test_the_table_has_a_row_per_checked_variant_from_the_runs_files(tmp_path):
         V("tls", "handshake-jsse", "client", "c", tmp_path / "h.txt"),
         V("tls", "provider-jsse", "server", "c", tmp_path / "p.txt"),
         V("gc", "handshake-openssl", "client", "c", tmp_path / "h.txt")])
-    table = tls_table(run, get_step("tls").variants)
+    table = tls_table(run, get_step("tls").variants).data()
     assert [r["variant"] for r in table["rows"]] == ["jsse"]
     assert table["rows"][0]["cells"] == {"protocol": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384",
                                          "group": "X25519", "provider": "JSSE (the JDK's own)"}
     assert set(table["text_columns"]) == {c["key"] for c in table["columns"]}
-    assert tls_table(Run("r", tmp_path, {}, HostContext(), None), get_step("tls").variants) is None
+    assert tls_table(Run("r", tmp_path, {}, HostContext(), None), get_step("tls").variants).analysis() is None

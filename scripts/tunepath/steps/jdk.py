@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 
+from tunepath.analysis.factstable import Column
 from tunepath.errors import TunepathError
 from tunepath.live.jdks import install, jdk_home, reader_command
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
+from tunepath.publish import formatting as fmt
 from tunepath.steps.commands import connector_xml, load_blocks, restart
 from tunepath.steps.jvmoptions import JvmOptionsStep, jvm_table
 
@@ -91,17 +93,12 @@ class Jdk(JvmOptionsStep):
             rec.verification(self.name, f"java-{major}", "server", f"{jdk.home}/bin/java -version", jdk.banner)
 
     def analysis(self, result, run) -> dict | None:
-        table = jvm_table(result, run, self.facts)
-        if not table:
-            return None
         versions = {v.name: _version(run.verification_text(self.name, v.name) or "")
                     for v in run.verifications if v.step == self.name}
-        table["columns"].insert(0, {"key": "java", "label": "Java"})
-        table["text_columns"].append("java")
-        for row in table["rows"]:
-            row["cells"]["java"] = versions.get(f"java-{JDK.get(row['variant'])}") or "n/a"
-        table["note"] = "Java: the build its own `java -version` printed on the server. " + table["note"]
-        return {"facts_table": table}
+        table = jvm_table(result, run, self.facts)
+        java = {r.variant: versions.get(f"java-{JDK.get(r.variant)}") or fmt.NA for r in table.rows}
+        return table.prepend(Column("java", "Java"), java,
+                             "Java: the build its own `java -version` printed on the server.").analysis()
 
 
 def _version(text: str) -> str | None:

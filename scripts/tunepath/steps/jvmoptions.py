@@ -12,6 +12,7 @@ skipped with the JVM's own words, instead of measuring a JVM that did not start 
 
 from __future__ import annotations
 
+from tunepath.analysis.factstable import Column, FactsRow, FactsTable
 from tunepath.analysis.jvmfacts import fact_value
 from tunepath.analysis.modes import FACTS
 from tunepath.live.tomcatconf import TomcatConfig, setenv_command
@@ -64,8 +65,7 @@ class JvmOptionsStep(Step):
         return [f"the server's JVM does not take {' '.join(options)}: {why}"] if why else []
 
     def analysis(self, result, run) -> dict | None:
-        table = jvm_table(result, run, self.facts)
-        return {"facts_table": table} if table else None
+        return jvm_table(result, run, self.facts).analysis()
 
 
 def refusal(started: bool, output: str) -> str | None:
@@ -79,21 +79,19 @@ def refusal(started: bool, output: str) -> str | None:
     return "; ".join(reasons[:2]) if reasons else "it did not start (" + (lines[0] if lines else "no output") + ")"
 
 
-def jvm_table(result, run, facts: tuple[str, ...]) -> dict | None:
+def jvm_table(result, run, facts: tuple[str, ...]) -> FactsTable:
     """The measured configurations of ``run`` in the step's table, each with the collector its JVM
     named and the median of each fact in ``facts`` (analysis.modes.FACTS) over its repetitions."""
     rows = result.frame[result.frame.run_id == run.run_id]
-    if rows.empty:
-        return None
-    columns = [{"key": "collector", "label": "Collector (from the JVM's counters)"}]
-    columns += [{"key": f, "label": FACTS[f][0][:1].upper() + FACTS[f][0][1:]} for f in facts]
+    columns = [Column("collector", "Collector (from the JVM's counters)")]
+    columns += [Column(f, FACTS[f][0][:1].upper() + FACTS[f][0][1:], text=False) for f in facts]
     out = []
     for row in rows.to_dict("records"):
         cells = {"collector": row.get("collector") if isinstance(row.get("collector"), str) else fmt.NA}
         for f in facts:
             value = fact_value(f, row.get(f))
             cells[f] = FACTS[f][3](value) if value is not None else fmt.NA
-        out.append({"variant": row["variant"], "label": row["label"], "cells": cells})
-    return {"columns": columns, "rows": out, "text_columns": ["collector"],
-            "note": "Medians over each configuration's counted repetitions, from the JVM's own counters "
-                    "(its hsperfdata file) and its threads' CPU time, read before and after each measured load."}
+        out.append(FactsRow(row["variant"], row["label"], cells))
+    return FactsTable(tuple(columns), tuple(out),
+                      "Medians over each configuration's counted repetitions, from the JVM's own counters (its "
+                      "hsperfdata file) and its threads' CPU time, read before and after each measured load.")

@@ -12,6 +12,7 @@ which implementation Tomcat's log names for the connector.
 
 from __future__ import annotations
 
+from tunepath.analysis.factstable import Column, FactsRow, FactsTable
 from tunepath.live.tomcatconf import TLS_DIR, TlsConnector, TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.load import load_spec
@@ -125,8 +126,7 @@ class Tls(Step):
         return None
 
     def analysis(self, result, run) -> dict | None:
-        table = tls_table(run, self.variants)
-        return {"facts_table": table} if table else None
+        return tls_table(run, self.variants).analysis()
 
 
 def tls_xml(tls: TlsConnector) -> str:
@@ -143,7 +143,7 @@ def tls_xml(tls: TlsConnector) -> str:
     return text
 
 
-def tls_table(run, variants) -> dict | None:
+def tls_table(run, variants) -> FactsTable:
     """Per TLS variant of ``run``: the protocol and cipher a client negotiated and the implementation
     Tomcat named, from the run's recorded checks."""
     rows = []
@@ -152,17 +152,13 @@ def tls_table(run, variants) -> dict | None:
         if shake is None and named is None:
             continue
         h = handshake(shake or "")
-        rows.append({"variant": v.name, "label": v.label, "cells": {
+        rows.append(FactsRow(v.name, v.label, {
             "protocol": h.protocol or fmt.NA, "cipher": h.cipher or fmt.NA, "group": h.key_exchange or fmt.NA,
-            "provider": provider(named or "", run.context.tls_port) or fmt.NA}})
-    if not rows:
-        return None
-    return {"columns": [{"key": "protocol", "label": "Protocol"}, {"key": "cipher", "label": "Cipher"},
-                        {"key": "group", "label": "Key exchange"},
-                        {"key": "provider", "label": "Implementation"}],
-            "rows": rows, "text_columns": ["protocol", "cipher", "group", "provider"],
-            "note": "Recorded before each variant's first measurement: `openssl s_client -brief` on the client, "
-                    "and the HTTPS connector's protocol handler as Tomcat's log names it."}
+            "provider": provider(named or "", run.context.tls_port) or fmt.NA}))
+    return FactsTable((Column("protocol", "Protocol"), Column("cipher", "Cipher"), Column("group", "Key exchange"),
+                       Column("provider", "Implementation")), tuple(rows),
+                      "Recorded before each variant's first measurement: `openssl s_client -brief` on the client, "
+                      "and the HTTPS connector's protocol handler as Tomcat's log names it.")
 
 
 STEP = Tls()
