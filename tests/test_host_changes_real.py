@@ -291,8 +291,9 @@ def test_kernel_step_sysctls_saved_switched_and_put_back_in_a_namespace(veth, ho
     touched = [s for settings in SETTINGS.values() for s in settings]
     assert sysctls.check(host, SETTINGS["backlogs"]) is None
     assert "net.core.netdev_max_backlog does not exist" in sysctls.check(host, SETTINGS["netdev-backlog"])
-    sysctls.switch(host, "server", SETTINGS["backlogs"], touched)
+    said = sysctls.switch(host, "server", SETTINGS["backlogs"], touched)
     assert sysctls.read_values(host, names) == {n: "65535" for n in names}
+    assert said == {**{n: "65535" for n in names}, "net.core.netdev_max_backlog": None}   # what it set, from one read
     assert sysctls.saved_values(host) == before            # the originals, saved before the change
     sysctls.switch(host, "server", (), touched)               # another variant: the originals again
     assert sysctls.read_values(host, names) == before

@@ -447,6 +447,32 @@ def test_a_failing_part_of_restore_does_not_stop_the_others_and_keeps_the_state(
     assert host.nr == 0 and host.state is not None   # huge pages released anyway; state kept for a retry
 
 
+def test_restoring_the_hosts_tries_every_client_and_the_server_even_when_one_fails(monkeypatch):
+    from tunepath.live import restore as restore_mod
+
+    server, good, bad = (Machine() for _ in range(3))
+    tried = []
+
+    def fake_restore(host, forget=False):
+        tried.append(("server", forget))
+        raise TunepathError("CPU 1 did not come back on lab.test")
+
+    def fake_put_back(host):
+        tried.append("bad" if host is bad else "good")
+        if host is bad:
+            raise TunepathError("sysctl refused on client-1")
+        return ["net.ipv4.tcp_tw_reuse=2 again on client-2"]
+
+    monkeypatch.setattr(restore_mod, "restore", fake_restore)
+    monkeypatch.setattr(restore_mod.sysctls, "put_back", fake_put_back)
+    with pytest.raises(TunepathError) as err:
+        restore_mod.restore_hosts(server, (bad, good), forget=True)
+    assert tried == ["bad", "good", ("server", True)]
+    assert str(err.value) == "sysctl refused on client-1; CPU 1 did not come back on lab.test"
+    monkeypatch.setattr(restore_mod, "restore", lambda host, forget=False: [])
+    assert restore_mod.restore_hosts(server, (good,)) == ["net.ipv4.tcp_tw_reuse=2 again on client-2"]
+
+
 def test_preflight_for_a_veth_in_a_namespace_and_for_cpu_hotplug():
     from tunepath.live.hoststate import preflight
 

@@ -87,13 +87,13 @@ def test_the_table_gives_the_listen_queue_overflows_and_time_wait_sockets_per_va
         "overflows-backlogs": ("server", f"# before the warm-up\n{NSTAT.format(o=7, d=7)}# after the measurement\n"
                                          f"{NSTAT.format(o=7, d=7)}"),
         "time-wait-stock": ("server", "21000\n"), "time-wait-stock-client": ("client", "5000\n")})
-    table = kernel_table(run, STEP.variants)
+    table = kernel_table(run, STEP.variants).data()
     rows = {r["variant"]: r["cells"] for r in table["rows"]}
     assert list(rows) == ["stock", "backlogs"]          # only the variants whose checks were recorded
     assert rows["stock"] == {"queue": "100", "overflows": "1,200", "tw_server": "21,000", "tw_client": "5,000"}
     assert rows["backlogs"]["queue"] == "65,535" and rows["backlogs"]["overflows"] == "0"
     assert rows["backlogs"]["tw_server"] == "n/a"
-    assert kernel_table(_run(tmp_path, {}), STEP.variants) is None
+    assert kernel_table(_run(tmp_path, {}), STEP.variants).analysis() is None
 
 
 def test_the_interrupt_variant_pins_the_nics_interrupts_to_its_nodes_cpus():

@@ -19,7 +19,7 @@ from tunepath.live.hosts import CommandFailed, CommandResult, Host, connect
 from tunepath.live.hoststate import (GRUB_CHECK, HUGEPAGE_BLOCKS, REBOOT_BLOCKS, Preflight, preflight,
                                     save_original_state)
 from tunepath.live.reboot import boot_id, reboot_and_wait, wait_for_reboot
-from tunepath.live.restore import release_hugepages as release_pool, restore, restore_clients
+from tunepath.live.restore import release_hugepages as release_pool, restore_hosts
 from tunepath.live.held import HeldInterrupts
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress, side_file, write_private
@@ -53,7 +53,7 @@ def step_guard(session: Session, step: str):
             cleanup(session.server, session.tomcat, session.clients, session.run_id, quick=interrupted)
             done.append("Tomcat and the load stopped, Tomcat's configuration as before the step")
             if session.options.apply:
-                for line in restore(session.server) + restore_clients(session.clients):
+                for line in restore_hosts(session.server, session.clients):
                     progress(f"{step}: restored {line}")
                     done.append(line)
             if interrupted:          # the runner need not do it again: it ends the run within seconds

@@ -134,15 +134,12 @@ def _original_state(server, options, restore_state: bool, reboot: bool, run_id: 
     is current."""
     from tunepath.live.hosts import connect, load_inventory
     from tunepath.live.hoststate import release_lock
-    from tunepath.live.restore import reboot_to_original, restore, restore_clients
+    from tunepath.live.restore import reboot_to_original, restore_hosts
 
     lines, host = [], server
     try:
         if restore_state:
-            try:
-                lines += restore_clients(clients)
-            finally:
-                lines += restore(server, forget=not reboot)
+            lines += restore_hosts(server, clients, forget=not reboot)
         if reboot:
             inventory = load_inventory(options.hosts_file)
             host, more = reboot_to_original(server, lambda: connect(inventory.server, inventory))

@@ -25,7 +25,7 @@ from tunepath.model.cmdline import KernelCmdline
 from tunepath.model.context import brace_ranges, cpu_ranges, parse_cpu_list
 from tunepath.model.shell import number, path, quote
 
-__all__ = ["restore", "restore_clients", "release_hugepages", "reboot_to_original", "original_cmdline"]
+__all__ = ["restore", "restore_hosts", "release_hugepages", "reboot_to_original", "original_cmdline"]
 
 
 def restore(host: Host, forget: bool = False) -> list[str]:
@@ -55,12 +55,13 @@ def restore(host: Host, forget: bool = False) -> list[str]:
     return done
 
 
-def restore_clients(clients) -> list[str]:
-    """The kernel settings the run changed on the clients back (their saved sysctls), every client tried."""
+def restore_hosts(server: Host, clients=(), forget: bool = False) -> list[str]:
+    """:func:`restore` on the server and the clients' saved sysctls back, every host tried even when
+    another fails; one line per change. ``forget``: the server's saved state removed once it is back."""
     done, problems = [], []
-    for client in clients:
+    for host in (*clients, server):
         try:
-            done += sysctls.put_back(client)
+            done += restore(host, forget) if host is server else sysctls.put_back(host)
         except TunepathError as exc:
             problems.append(str(exc))
     if problems:

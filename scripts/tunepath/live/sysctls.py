@@ -25,7 +25,7 @@ from tunepath.live.hosts import Host
 from tunepath.model.plan import Sysctl
 from tunepath.model.shell import heredoc, quote
 
-__all__ = ["SAVED", "read_values", "saved_values", "save", "apply", "switch", "put_back", "show", "check"]
+__all__ = ["SAVED", "read_values", "saved_values", "save", "apply", "switch", "put_back", "show", "listing", "check"]
 
 SAVED = "~/.tunepath/original-sysctls.json"
 
@@ -60,10 +60,13 @@ def saved_values(host: Host) -> dict[str, str]:
     return values
 
 
-def save(host: Host, names) -> dict[str, str]:
-    """Save the current value of each name not saved yet (flushed before any change); returns all saved."""
+def save(host: Host, names, now: dict[str, str | None] | None = None) -> dict[str, str]:
+    """Save the current value of each name not saved yet (flushed before any change); returns all saved.
+    ``now``: the current values, when the caller has just read them."""
     values = saved_values(host)
-    new = {n: v for n, v in read_values(host, [n for n in names if n not in values]).items() if v is not None}
+    unsaved = [n for n in names if n not in values]
+    current = now if now is not None else read_values(host, unsaved)
+    new = {n: current[n] for n in unsaved if current.get(n) is not None}
     if not new:
         return values
     values.update(new)
@@ -74,10 +77,12 @@ def save(host: Host, names) -> dict[str, str]:
     return values
 
 
-def apply(host: Host, settings) -> list[str]:
-    """Set each setting whose value differs, one ``sudo sysctl -w`` each; returns the commands run."""
+def apply(host: Host, settings, now: dict[str, str | None] | None = None) -> list[str]:
+    """Set each setting whose value differs, one ``sudo sysctl -w`` each; returns the commands run.
+    ``now``: the current values, when the caller has just read them."""
     settings = list(settings)
-    now = read_values(host, [s.name for s in settings])
+    if now is None:
+        now = read_values(host, [s.name for s in settings])
     done = []
     for s in settings:
         if now.get(s.name) != s.value:
@@ -86,17 +91,20 @@ def apply(host: Host, settings) -> list[str]:
     return done
 
 
-def switch(host: Host, role: str, wanted, touched) -> list[str]:
+def switch(host: Host, role: str, wanted, touched) -> dict[str, str | None]:
     """On ``host`` (``role`` server or client): the settings in ``wanted`` set, every other name in
-    ``touched`` (those the step's other variants change) back to its saved value. Saves first."""
+    ``touched`` (those the step's other variants change) back to its saved value. Saves first. Returns
+    each touched name's value now (None: this kernel or namespace has no such setting), from one read."""
     wanted = [s for s in wanted if s.host == role]
-    names = {s.name for s in touched if s.host == role}
+    names = sorted({s.name for s in touched if s.host == role})
     if not names:
-        return []
-    saved = save(host, names)
+        return {}
+    now = read_values(host, names)
+    saved = save(host, names, now)
     own = {s.name for s in wanted}
-    back = [Sysctl(n, saved[n], role) for n in sorted(names - own) if n in saved]
-    return apply(host, [*wanted, *back])
+    changes = [*wanted, *(Sysctl(n, saved[n], role) for n in names if n not in own and n in saved)]
+    apply(host, changes, now)
+    return {**now, **{s.name: s.value for s in changes}}
 
 
 def put_back(host: Host, forget: bool = True) -> list[str]:
@@ -117,8 +125,12 @@ def put_back(host: Host, forget: bool = True) -> list[str]:
 
 def show(host: Host, names) -> str:
     """``name = value`` lines as ``sysctl`` prints them; a setting this kernel or namespace lacks says so."""
-    return "".join(f"{n} = {v}\n" if v is not None else f"{n}: not present here\n"
-                   for n, v in read_values(host, names).items())
+    return listing(read_values(host, names))
+
+
+def listing(values: dict[str, str | None]) -> str:
+    """:func:`show`'s lines for values already read."""
+    return "".join(f"{n} = {v}\n" if v is not None else f"{n}: not present here\n" for n, v in values.items())
 
 
 def check(host: Host, settings) -> str | None:

@@ -17,6 +17,7 @@ left (``ss``), which says on which side ``tcp_tw_reuse`` could act.
 
 from __future__ import annotations
 
+from tunepath.analysis.factstable import Column, FactsRow, FactsTable
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.live.irqs import pin_command
@@ -110,12 +111,12 @@ class KernelNetwork(Step):
         """The standard flow, then the step's settings back on every host, and the values after it."""
         from tunepath.live import irqs
         from tunepath.live.execute import standard_flow
-        from tunepath.live.restore import restore_clients
         from tunepath.live.sysctls import put_back
 
         standard_flow(self, session)
         if session.options.apply:
-            back = put_back(session.server) + irqs.put_back(session.server) + restore_clients(session.clients)
+            back = put_back(session.server) + irqs.put_back(session.server)
+            back += [line for client in session.clients for line in put_back(client)]
             session.recorder.note_put_back(back, f"When {self.name} ended", [self.name])
         _record_values(session, self.name, "after")
 
@@ -128,16 +129,17 @@ class KernelNetwork(Step):
         if not session.options.apply:
             return
         touched = [s for settings in SETTINGS.values() for s in settings]
-        wanted = SETTINGS.get(variant, ())
+        wanted, known = SETTINGS.get(variant, ()), {}
         for role, hosts in (("server", [session.server]), ("client", session.clients)):
             for host in hosts:
-                switch(host, role, wanted, touched)
+                values = switch(host, role, wanted, touched)
+                known.setdefault(role, values)          # the server's, and the first client's
         if variant == IRQS:
             irqs.pin(session.server, session.ctx.nic, session.ctx.numa_cpus)
         else:                     # the saved affinities back (if the IRQ variant ran), kept for its next round
             irqs.put_back(session.server, forget=False)
         if repetition == 1:
-            _record_values(session, self.name, variant)
+            _record_values(session, self.name, variant, known)
 
     def before_load(self, session, variant: str, blocks: dict[str, Block], repetition: int):
         """Around the variant's first measurement (with its warm-up): the listen-queue counters, then where
@@ -158,18 +160,20 @@ class KernelNetwork(Step):
         return after
 
     def analysis(self, result, run) -> dict | None:
-        table = kernel_table(run, self.variants)
-        return {"facts_table": table} if table else None
+        return kernel_table(run, self.variants).analysis()
 
 
-def _record_values(session, step: str, when: str) -> None:
-    from tunepath.live.sysctls import show
+def _record_values(session, step: str, when: str, known: dict | None = None) -> None:
+    """The step's settings on the server and the first client, recorded as ``sysctls-<when>``; ``known``:
+    the values by role just read (by :func:`~tunepath.live.sysctls.switch`), else they are read."""
+    from tunepath.live.sysctls import listing, read_values
 
-    rec = session.recorder
-    rec.verification(step, f"sysctls-{when}", "server", f"sysctl {' '.join(SERVER_NAMES)}",
-                     show(session.server, SERVER_NAMES))
-    rec.verification(step, f"sysctls-{when}-client", "client", f"sysctl {' '.join(CLIENT_NAMES)}",
-                     show(session.client, CLIENT_NAMES))
+    rec, known = session.recorder, known or {}
+    for role, host, names, suffix in (("server", session.server, SERVER_NAMES, ""),
+                                      ("client", session.client, CLIENT_NAMES, "-client")):
+        values = known.get(role) or read_values(host, names)
+        rec.verification(step, f"sysctls-{when}{suffix}", role, f"sysctl {' '.join(names)}",
+                         listing({n: values.get(n) for n in names}))
 
 
 def _value(text: str | None, name: str) -> str | None:
@@ -180,7 +184,7 @@ def _value(text: str | None, name: str) -> str | None:
     return None
 
 
-def kernel_table(run, variants) -> dict | None:
+def kernel_table(run, variants) -> FactsTable:
     """Per measured variant of ``run``: the listen queue Tomcat got, the overflows around its first
     measurement, and the TIME_WAIT sockets on each side, from the run's recorded checks."""
     step, rows = "kernel-network", []
@@ -196,21 +200,16 @@ def kernel_table(run, variants) -> dict | None:
         text, _, after = overflows.partition("# after the measurement")
         grew = increase(text, after, "TcpExtListenOverflows")
         tw = [count(run.verification_text(step, f"time-wait-{v.name}{suffix}") or "") for suffix in ("", "-client")]
-        rows.append({"variant": v.name, "label": v.label, "cells": {
-            "queue": fmt.count(queue) if queue is not None else fmt.NA,
-            "overflows": fmt.count(grew) if grew is not None else fmt.NA,
-            "tw_server": fmt.count(tw[0]) if tw[0] is not None else fmt.NA,
-            "tw_client": fmt.count(tw[1]) if tw[1] is not None else fmt.NA}})
-    if not rows:
-        return None
-    return {"columns": [{"key": "queue", "label": "Listen queue"}, {"key": "overflows", "label": "Overflows"},
-                        {"key": "tw_server", "label": "TIME_WAIT, server"},
-                        {"key": "tw_client", "label": "TIME_WAIT, client"}],
-            "rows": rows, "text_columns": ["queue", "overflows", "tw_server", "tw_client"],
-            "note": "Listen queue: the smaller of the connector's acceptCount and the server's net.core.somaxconn "
-                    "as recorded during the variant. Overflows: connections the full listen queue turned away "
-                    "(nstat's TcpExtListenOverflows) during the variant's warm-up and first measurement. TIME_WAIT: "
-                    "sockets left in that state after it (ss), on the server and on the first client."}
+        figures = {"queue": queue, "overflows": grew, "tw_server": tw[0], "tw_client": tw[1]}
+        rows.append(FactsRow(v.name, v.label, {k: fmt.count(n) if n is not None else fmt.NA
+                                               for k, n in figures.items()}))
+    return FactsTable((Column("queue", "Listen queue"), Column("overflows", "Overflows"),
+                       Column("tw_server", "TIME_WAIT, server"), Column("tw_client", "TIME_WAIT, client")),
+                      tuple(rows),
+                      "Listen queue: the smaller of the connector's acceptCount and the server's net.core.somaxconn "
+                      "as recorded during the variant. Overflows: connections the full listen queue turned away "
+                      "(nstat's TcpExtListenOverflows) during the variant's warm-up and first measurement. "
+                      "TIME_WAIT: sockets left in that state after it (ss), on the server and on the first client.")
 
 
 STEP = KernelNetwork()
