@@ -181,7 +181,8 @@ def test_a_step_guard_finishes_its_restore_through_a_second_ctrl_c(monkeypatch, 
 
     monkeypatch.setattr(actions, "cleanup", cleanup)
     monkeypatch.setattr(actions, "answers", lambda host: True)
-    monkeypatch.setattr(actions, "restore", lambda server: restored.append("restore") or ["eth0: 4 queues again"])
+    monkeypatch.setattr(actions, "restore_hosts",
+                        lambda server, clients: restored.append("restore") or ["eth0: 4 queues again"])
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
                               recorder=SimpleNamespace(runs_dir=tmp_path, fail=lambda *a, **kw: None,
                                                        note_put_back=lambda *a: None))

@@ -369,7 +369,7 @@ def test_an_interrupted_step_is_recorded_as_interrupted(monkeypatch, tmp_path):
 
     failed, record, quick = [], {"blocks": [{"step": "nic-queues", "block": "set-queues", "outcome": "ran"}]}, []
     monkeypatch.setattr(actions, "cleanup", lambda *a, quick=False, calls=quick: calls.append(quick))
-    monkeypatch.setattr(actions, "restore", lambda server: ["eth0: combined 4 queues again"])
+    monkeypatch.setattr(actions, "restore_hosts", lambda server, clients: ["eth0: combined 4 queues again"])
     monkeypatch.setattr(actions, "answers", lambda host: True)
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
                               recorder=SimpleNamespace(runs_dir=tmp_path,
@@ -409,7 +409,7 @@ def test_a_step_interrupted_while_its_server_is_down_leaves_the_server_to_the_ru
     calls, notes = [], []
     monkeypatch.setattr(actions, "answers", lambda host: False)
     monkeypatch.setattr(actions, "cleanup", lambda *a, **kw: calls.append("cleanup"))
-    monkeypatch.setattr(actions, "restore", lambda server: calls.append("restore") or [])
+    monkeypatch.setattr(actions, "restore_hosts", lambda server, clients: calls.append("restore") or [])
     monkeypatch.setattr(actions, "cleanup_clients", lambda clients, run_id: calls.append("clients"))
     session = SimpleNamespace(server=None, tomcat=None, clients=[], run_id="r", options=SimpleNamespace(apply=True),
                               recorder=SimpleNamespace(runs_dir=tmp_path, fail=lambda *a, **kw: None,
