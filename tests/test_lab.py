@@ -66,14 +66,14 @@ def _leftovers(prefix: str) -> list[str]:
 
 
 @contextmanager
-def running_lab(tmp_path_factory, prefix: str, vm: bool = False):
+def running_lab(tmp_path_factory, prefix: str, vm: bool = False, arch: str = "amd64"):
     """A lab of its own (``prefix``), up for the block and down afterwards, whatever happens;
-    ``up_seconds`` is how long ``up`` took."""
+    ``up_seconds`` is how long ``up`` took. ``vm``: with a server VM of ``arch``."""
     lab = Lab(tmp_path_factory.mktemp("vmlab" if vm else "lab") / "lab", prefix)
     _scrub(prefix)
     started = time.monotonic()
     try:
-        lab.up(vm=vm) if vm else lab.up()
+        lab.up(vm=vm, arch=arch) if vm else lab.up()
         lab.up_seconds = time.monotonic() - started
         yield lab
     finally:

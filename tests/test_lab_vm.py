@@ -1,9 +1,11 @@
-"""The lab's server VM (``tunepath lab up --vm``): what it writes (inventory, state) without a VM,
-and, as root where QEMU can run, one real cycle of the IOMMU change on a real guest kernel."""
+"""The lab's server VMs (``tunepath lab up --vm [--arch arm64]``): what they write (inventory, state)
+without a VM, and, as root where QEMU can run, one real cycle of the IOMMU change on a real guest
+kernel of each: x86 (GRUB reboots it) and Arm (the host boots what its grub.cfg names)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -47,7 +49,7 @@ def test_the_vm_s_state_round_trips_and_a_damaged_one_is_one_line(tmp_path):
 
 # --- one real cycle on a real guest kernel (root, QEMU) ------------------------------------------
 
-def _need_vm_parts():
+def _need_vm_parts(arch: str = "amd64"):
     import os
     import shutil
     from pathlib import Path
@@ -55,10 +57,13 @@ def _need_vm_parts():
     from conftest import unavailable
 
     tools = ("ip", "socat", "sudo", "ssh-keygen", "mmdebstrap", "qemu-system-x86_64", "qemu-img", "ssh-keyscan")
+    if arch == "arm64":
+        tools += ("qemu-system-aarch64", "qemu-aarch64-static", "arch-test", "debugfs")
     missing = ([] if os.geteuid() == 0 else ["root"]) + [t for t in tools if not shutil.which(t)] \
         + ([] if Path("/dev/net/tun").exists() else ["/dev/net/tun"])
     if missing:
-        unavailable(f"the VM cycle needs {', '.join(missing)} (run as root after scripts/bootstrap --lab)")
+        unavailable(f"the VM cycle needs {', '.join(missing)} (run as root after scripts/bootstrap "
+                    f"{'--lab-arm64' if arch == 'arm64' else '--lab'})")
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +78,18 @@ def vm_lab(tmp_path_factory):
         yield lab
 
 
+@pytest.fixture(scope="module")
+def arm_lab(tmp_path_factory):
+    """A lab with the Arm server VM (an emulated Neoverse-N1); its image is cached in .cache/vm-arm64-*."""
+    import os
+
+    from test_lab import running_lab
+
+    _need_vm_parts("arm64")
+    with running_lab(tmp_path_factory, f"tpa{os.getpid() % 100000}", vm=True, arch="arm64") as lab:
+        yield lab
+
+
 def _dmesg_domain(host) -> str:
     out = host.run("sudo -n dmesg | grep -i 'default domain type' || true", timeout=30).stdout
     return out.strip().splitlines()[-1] if out.strip() else ""
@@ -81,6 +98,35 @@ def _dmesg_domain(host) -> str:
 def test_the_iommu_change_reboots_the_vm_and_the_restore_reboots_it_back(vm_lab):
     """apply (GRUB drop-in, update-grub, reboot, wait on the boot id), verify (/proc/cmdline, dmesg),
     restore (drop-in back, update-grub), reboot, verify: the commands the IOMMU page prints."""
+    _iommu_cycle(vm_lab)
+
+
+def test_the_arm_vm_is_a_two_node_neoverse_n1_whose_own_update_grub_decides_its_reboot(arm_lab):
+    """The Arm VM: aarch64, Neoverse-N1, 2 NUMA nodes, the SMMUv3 translating, a 4-queue NIC that
+    `ethtool -L` changes; and the IOMMU cycle, whose reboots boot what the guest's grub.cfg names."""
+    from tunepath.live.hosts import connect, load_inventory
+
+    inventory = load_inventory(arm_lab.hosts_file)
+    assert inventory.arch == "aarch64" and inventory.emulated
+    host = connect(inventory.server, inventory)
+    try:
+        assert host.run("uname -m", timeout=30).stdout.strip() == "aarch64"
+        assert "Neoverse-N1" in host.run("lscpu", timeout=30).stdout
+        assert host.run("ls -d /sys/devices/system/node/node[0-9]*", timeout=30).stdout.split() == [
+            "/sys/devices/system/node/node0", "/sys/devices/system/node/node1"]
+        assert "arm-smmu-v3" in host.run("sudo -n dmesg", timeout=30).stdout
+        channels = host.run("sudo -n ethtool -l eth0", timeout=30).stdout
+        assert re.search(r"Pre-set maximums:.*?Combined:\s+4", channels, re.S), channels
+        host.run("sudo -n ethtool -L eth0 combined 2", timeout=60)
+        assert re.search(r"Current hardware settings:.*?Combined:\s+2", host.run("sudo -n ethtool -l eth0",
+                                                                                  timeout=30).stdout, re.S)
+        host.run("sudo -n ethtool -L eth0 combined 4", timeout=60)
+    finally:
+        host.close()
+    _iommu_cycle(arm_lab)
+
+
+def _iommu_cycle(lab) -> None:
     from tunepath.live.hosts import connect, load_inventory
     from tunepath.live.hoststate import GRUB_DROP_IN, load_original_state, save_original_state
     from tunepath.live.reboot import reboot_and_wait
@@ -88,7 +134,7 @@ def test_the_iommu_change_reboots_the_vm_and_the_restore_reboots_it_back(vm_lab)
     from tunepath.model.context import HostContext
     from tunepath.steps import plan
 
-    inventory = load_inventory(vm_lab.hosts_file)
+    inventory = load_inventory(lab.hosts_file)
     reconnect = lambda: connect(inventory.server, inventory)          # noqa: E731
     host = reconnect()
     try:

@@ -172,12 +172,16 @@ def _vm(state: LabState, paths: LabPaths, log: _Log) -> None:
     up_vm(state.prefix, state.vm, paths, log, lambda: save_state(paths.state_file, state))
 
 
-def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool = False) -> None:
-    """Make what is missing. ``vm``: add the server VM (a lab that has one keeps it)."""
+def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool = False,
+          arch: str = "amd64") -> None:
+    """Make what is missing. ``vm``: add the server VM of ``arch`` (a lab that has one keeps it)."""
     log = _Log(say)
     refuse_foreign(state, paths)
+    if vm and state.vm is not None and state.vm.arch != arch:
+        raise TunepathError(f"lab {state.prefix} already has an {state.vm.arch} server VM: take the lab down "
+                            f"(tunepath lab down) before you bring it up with an {arch} one")
     if vm and state.vm is None:
-        state.vm = VmState()
+        state.vm = VmState(arch=arch)
     save_state(paths.state_file, state)
     for part in (_files, _network, _accounts, _sshd, _forwards, _vm):
         part(state, paths, log)
@@ -186,7 +190,8 @@ def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool
         entries.append(vm_known_host(state.vm, paths))
     _write(paths.known_hosts, known_hosts_text(entries), state, paths, log)
     _write(paths.hosts_file, hosts_toml(state.prefix, state.hosts, paths.key_file, paths.known_hosts,
-                                        baseline_cpus(), state.vm.port if state.vm else None), state, paths, log)
+                                        baseline_cpus(), state.vm.port if state.vm else None,
+                                        state.vm.arch if state.vm else "amd64"), state, paths, log)
     for r in ROLES:
         wait_banner(state.host(r.name).port, f"{r.name}'s sshd")
     if state.vm is not None:

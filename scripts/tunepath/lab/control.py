@@ -92,9 +92,9 @@ class Lab:
         finally:
             os.close(fd)
 
-    def up(self, say: Callable[[str], None] | None = None, vm: bool = False) -> LabState:
-        """Create what is missing, restart what died; the state. ``vm``: add the server VM
-        (:mod:`tunepath.lab.vmhost`). Failing on a lab that was not up removes what it created;
+    def up(self, say: Callable[[str], None] | None = None, vm: bool = False, arch: str = "amd64") -> LabState:
+        """Create what is missing, restart what died; the state. ``vm``: add the server VM of ``arch``
+        (:mod:`tunepath.lab.vmhost`, :mod:`tunepath.lab.vmarch`). Failing on a lab that was not up removes what it created;
         failing on one that was leaves state.json listing what exists."""
         require_root("up")
         require_tools()
@@ -106,7 +106,7 @@ class Lab:
             if fresh:
                 state = LabState(self.prefix, str(self.directory), created_dir=not existed)
             try:
-                build(state, self.paths, say or (lambda line: None), vm=vm)
+                build(state, self.paths, say or (lambda line: None), vm=vm, arch=arch)
             except BaseException as exc:
                 if not fresh:
                     save_state(self.state_file, state)

@@ -63,10 +63,13 @@ def _host(r: Role, prefix: str, port: int, key_file: Path, baseline: str | None)
     return "\n".join(lines) + "\n"
 
 
-def vm_label() -> str:
-    return (f"Lab: a QEMU virtual machine as the server (software emulation, 2 vCPUs on 2 NUMA nodes) and network "
-            f"namespaces as clients, on one {cpu_count()}-CPU {'virtual machine' if is_virtual_machine() else 'machine'} "
-            "(emulated: its figures test the commands, not performance)")
+def vm_label(arch: str = "amd64") -> str:
+    server = ("an emulated Arm Neoverse-N1 QEMU virtual machine as the server (software emulation, 4 vCPUs on 2 NUMA "
+              "nodes, an SMMUv3)" if arch == "arm64" else
+              "a QEMU virtual machine as the server (software emulation, 2 vCPUs on 2 NUMA nodes)")
+    return (f"Lab: {server} and network namespaces as clients, on one {cpu_count()}-CPU "
+            f"{'virtual machine' if is_virtual_machine() else 'machine'} (emulated: its figures test the commands, "
+            "not performance)")
 
 
 def _vm_host(prefix: str, port: int, key_file: Path) -> str:
@@ -78,12 +81,15 @@ def _vm_host(prefix: str, port: int, key_file: Path) -> str:
 
 
 def hosts_toml(prefix: str, hosts: list[HostState], key_file: Path, known_hosts: Path,
-               baseline: str | None, vm_port: int | None = None) -> str:
+               baseline: str | None, vm_port: int | None = None, vm_arch: str = "amd64") -> str:
     """The inventory text. JSON strings are valid TOML basic strings (the same escapes). With the
-    VM (``vm_port``), the server is the VM and the namespace server is left out."""
+    VM (``vm_port``, of ``vm_arch``), the server is the VM and the namespace server is left out."""
+    from tunepath.lab.vmarch import arch
+
     head = (f"# the tunepath lab {prefix!r}, written by `tunepath lab up`; `tunepath lab down` removes it\n"
-            f"label = {json.dumps(vm_label() if vm_port else label())}\nknown_hosts = {json.dumps(str(known_hosts))}\n"
-            + ("emulated = true\n" if vm_port else ""))
+            f"label = {json.dumps(vm_label(vm_arch) if vm_port else label())}\n"
+            f"known_hosts = {json.dumps(str(known_hosts))}\n"
+            + (f"emulated = true\narch = {json.dumps(arch(vm_arch).uname)}\n" if vm_port else ""))
     parts = [head]
     if vm_port is not None:
         parts.append(f"\n# the server VM: QEMU in network namespace {prefix}-vm\n[server]\n"

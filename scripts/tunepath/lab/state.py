@@ -69,6 +69,7 @@ class VmState:
     pid: int | None = None             # QEMU
     port: int | None = None            # the loopback forward's port
     socat_pid: int | None = None       # the forward's listener
+    arch: str = "amd64"                # Debian's name of its architecture: amd64 or arm64 (lab/vmarch.py)
 
 
 @dataclass
@@ -154,8 +155,12 @@ def _vm(raw, where: str) -> VmState | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or not (raw.get("image") is None or isinstance(raw.get("image"), str)):
-        raise TunepathError(f"{where}: vm must be null or an object with image, pid, port and socat_pid")
-    return VmState(raw.get("image"), *(_int_or_none(raw.get(k), f"{where}: vm.{k}") for k in ("pid", "port", "socat_pid")))
+        raise TunepathError(f"{where}: vm must be null or an object with arch, image, pid, port and socat_pid")
+    arch = raw.get("arch", "amd64")          # a state written before the Arm VM has none: x86
+    if arch not in ("amd64", "arm64"):
+        raise TunepathError(f"{where}: vm.arch must be amd64 or arm64, not {arch!r}")
+    pid, port, socat_pid = (_int_or_none(raw.get(k), f"{where}: vm.{k}") for k in ("pid", "port", "socat_pid"))
+    return VmState(arch=arch, image=raw.get("image"), pid=pid, port=port, socat_pid=socat_pid)
 
 
 def load_state(path: Path) -> LabState | None:

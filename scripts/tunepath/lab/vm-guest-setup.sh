@@ -5,8 +5,10 @@
 #       the user (passwordless sudo, no password), root locked, sshd (keys only, the ed25519 host
 #       key only, none baked in), the seed unit, GRUB's defaults, fstab, hostname, services.
 #   as PID 1 (init=this file)                     in a throwaway VM booted with -kernel/-initrd on
-#       the finished disk: grub-install on /dev/vda and update-grub, then power off. The build
-#       reads "TUNEPATH-BOOTLOADER-OK" on the serial console as the proof it worked.
+#       the finished disk: on x86 grub-install on /dev/vda, then update-grub; on arm64 (the whole
+#       disk is the root file system, and the host boots the kernel its grub.cfg names) only
+#       update-grub. Then power off. The build reads "TUNEPATH-BOOTLOADER-OK" on the serial
+#       console as the proof it worked.
 #
 # The seed unit (tunepath-seed.service) installs, at every boot, what one lab's seed disk
 # (ext4, label TPSEED) holds: the host key pair, the user's authorized_keys, eth0's address.
@@ -131,9 +133,14 @@ bootloader() {
     mount -o remount,rw /
     uuid=$(awk '$2 == "/" { sub(/^UUID=/, "", $1); print $1 }' /etc/fstab)
     mkdir -p /dev/disk/by-uuid          # no udev here: update-grub writes root=UUID= only with this link
-    ln -sfn ../../vda1 "/dev/disk/by-uuid/$uuid"
-    echo "grub-pc grub-pc/install_devices multiselect /dev/vda" | debconf-set-selections
-    grub-install --target=i386-pc /dev/vda
+    if [ -b /dev/vda1 ]; then           # x86: GRUB in the MBR gap boots the partition
+        ln -sfn ../../vda1 "/dev/disk/by-uuid/$uuid"
+        echo "grub-pc grub-pc/install_devices multiselect /dev/vda" | debconf-set-selections
+        grub-install --target=i386-pc /dev/vda
+    else                                # arm64: a whole-disk file system the host boots from grub.cfg
+        ln -sfn ../../vda "/dev/disk/by-uuid/$uuid"
+        mkdir -p /boot/grub             # grub-install makes it on x86; update-grub does not
+    fi
     update-grub
     echo "$MARK"
 }

@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,9 +28,11 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.lab.system import kill_pids, process_alive, process_matches, run
+from tunepath.lab.vmboot import LOADER_MARK, BootPlan
 from tunepath.lab.vmimage import console_tail, need, qemu_path
 
-__all__ = ["VM_ADDRESS", "VM_MAC", "VM_USER", "SEED_LABEL", "VmSpec", "vm_name", "make_overlay", "overlay_backing",
+__all__ = ["VM_ADDRESS", "VM_MAC", "VM_USER", "SEED_LABEL", "VmSpec", "vm_name", "make_overlay", "copy_disk",
+           "overlay_backing",
            "make_seed", "ensure_vm_link", "ensure_vm_network", "remove_vm_network", "qemu_argv", "vm_mark",
            "start_vm", "stop_vm", "host_key", "wait_ssh"]
 
@@ -56,6 +59,7 @@ class VmSpec:
     queues: int = 4
     tap: str = "tap0"
     nic_node: int = 1           # the NUMA node of the NIC's PCIe expander bridge
+    arch: str = "amd64"         # Debian's name: amd64 (q35, 2 CPUs) or arm64 (virt, Neoverse-N1, 4 CPUs)
 
     @property
     def console(self) -> Path:
@@ -69,6 +73,19 @@ class VmSpec:
     def pidfile(self) -> Path:
         return self.run_dir / "qemu.pid"
 
+    @property
+    def host_boots(self) -> bool:
+        """The host boots it from its grub.cfg (:mod:`tunepath.lab.vmboot`): the Arm VM."""
+        return self.arch == "arm64"
+
+    @property
+    def boot_plan(self) -> Path:
+        return self.run_dir / "boot.json"
+
+    @property
+    def loader_qmp(self) -> Path:
+        return self.run_dir / "qmp-boot.sock"
+
 
 def vm_name(prefix: str) -> str:
     return f"tunepath-lab-{prefix}"
@@ -80,6 +97,14 @@ def make_overlay(base: Path, overlay: Path) -> None:
     overlay.unlink(missing_ok=True)
     run([need("qemu-img"), "create", "-q", "-f", "qcow2", "-b", str(base.resolve()), "-F", "raw", str(overlay)],
         f"creating the VM's overlay {overlay}")
+
+
+def copy_disk(base: Path, disk: Path) -> None:
+    """``disk``, a sparse copy of ``base`` the VM writes to (the Arm VM: its host reads the file, so no qcow2)."""
+    tmp = disk.with_name(f".{disk.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    run(["cp", "--sparse=always", str(base), str(tmp)], f"copying the image {base} to {disk}")
+    os.replace(tmp, disk)
 
 
 def overlay_backing(overlay: Path) -> Path | None:
@@ -180,34 +205,60 @@ def remove_vm_network(ns: str, tap: str = "tap0") -> None:
 
 
 # --- QEMU ----------------------------------------------------------------------------------------
-def qemu_argv(spec: VmSpec) -> list[str]:
-    """QEMU's command line (``qemu-system-x86_64`` first; start_vm runs it inside the namespace)."""
+def _machine(spec: VmSpec) -> list[str]:
+    """The emulated machine: CPUs, NUMA nodes, IOMMU, firmware; and the bus the NIC sits on."""
     mib = spec.node_mib
+    memory = ["-m", f"{2 * mib}M",
+              "-object", f"memory-backend-ram,id=mem0,size={mib}M", "-object", f"memory-backend-ram,id=mem1,size={mib}M"]
+    if spec.arch == "arm64":       # no firmware: vmboot starts the kernel the guest's grub.cfg names
+        return ["qemu-system-aarch64", "-accel", "tcg,thread=multi", "-cpu", "neoverse-n1",
+                "-machine", "virt,iommu=smmuv3,gic-version=3", "-smp", "4,sockets=2,cores=2,threads=1", *memory,
+                "-numa", "node,nodeid=0,cpus=0-1,memdev=mem0", "-numa", "node,nodeid=1,cpus=2-3,memdev=mem1"]
+    return ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-machine", "q35,kernel-irqchip=split",
+            "-device", "intel-iommu,intremap=on", "-smp", "2,sockets=2,cores=1,threads=1", *memory,
+            "-numa", "node,nodeid=0,cpus=0,memdev=mem0", "-numa", "node,nodeid=1,cpus=1,memdev=mem1"]
+
+
+def qemu_argv(spec: VmSpec) -> list[str]:
+    """QEMU's command line (its program first; start_vm runs it inside the namespace). The Arm VM's
+    lacks the kernel, initrd and command line, which :mod:`tunepath.lab.vmboot` adds per boot."""
+    machine = _machine(spec)
+    if spec.host_boots:            # a whole-disk raw image the host reads grub.cfg from; QEMU in the foreground
+        disk = ["-drive", f"file={qemu_path(spec.overlay)},format=raw,if=none,id=disk0"]
+        console = ["-chardev", f"file,id=console,path={qemu_path(spec.console)},append=on", "-serial", "chardev:console"]
+        process = ["-no-reboot", "-chardev", f"socket,id=boot,path={qemu_path(spec.loader_qmp)},server=on,wait=off",
+                   "-mon", "chardev=boot,mode=control", "-pidfile", qemu_path(spec.pidfile)]
+    else:
+        disk = ["-drive", f"file={qemu_path(spec.overlay)},format=qcow2,if=none,id=disk0"]
+        console = ["-serial", f"file:{qemu_path(spec.console)}"]
+        process = ["-pidfile", qemu_path(spec.pidfile), "-daemonize"]
+    if spec.arch == "arm64":       # a device tree has no PCIe expander bridge: the NIC sits on the root bus
+        nic_bus = ["-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
+    else:
+        nic_bus = ["-device", f"pxb-pcie,id=pxb1,bus_nr=128,numa_node={spec.nic_node},bus=pcie.0",
+                   "-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1"]
     return [
-        "qemu-system-x86_64", "-name", f"{spec.name},process={spec.name}",
-        "-accel", "tcg,thread=multi", "-cpu", "max", "-machine", "q35,kernel-irqchip=split",
-        "-device", "intel-iommu,intremap=on",
-        "-smp", "2,sockets=2,cores=1,threads=1", "-m", f"{2 * mib}M",
-        "-object", f"memory-backend-ram,id=mem0,size={mib}M", "-numa", "node,nodeid=0,cpus=0,memdev=mem0",
-        "-object", f"memory-backend-ram,id=mem1,size={mib}M", "-numa", "node,nodeid=1,cpus=1,memdev=mem1",
-        "-drive", f"file={qemu_path(spec.overlay)},format=qcow2,if=none,id=disk0",
+        machine[0], "-name", f"{spec.name},process={spec.name}", *machine[1:],
+        *disk,
         "-device", "virtio-blk-pci,bus=pcie.0,drive=disk0,bootindex=1",
         "-drive", f"file={qemu_path(spec.seed)},format=raw,if=none,id=seed,readonly=on",
         "-device", "virtio-blk-pci,bus=pcie.0,drive=seed",
-        "-device", f"pxb-pcie,id=pxb1,bus_nr=128,numa_node={spec.nic_node},bus=pcie.0",
-        "-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1",
+        *nic_bus,
         "-netdev", f"tap,id=net0,ifname={spec.tap},queues={spec.queues},vhost=off,script=no,downscript=no",
         "-device", f"virtio-net-pci,bus=rp1,netdev=net0,mac={spec.mac},mq=on,vectors={2 * spec.queues + 2},"
                     "iommu_platform=on,romfile=",
         "-device", "virtio-rng-pci,bus=pcie.0",
-        "-nodefaults", "-display", "none", "-serial", f"file:{qemu_path(spec.console)}",
+        "-nodefaults", "-display", "none", *console,
         "-qmp", f"unix:{qemu_path(spec.qmp)},server=on,wait=off",
-        "-pidfile", qemu_path(spec.pidfile), "-daemonize",
+        *process,
     ]
 
 
 def vm_mark(spec: VmSpec) -> str:
-    """What the VM's QEMU command line holds, and no other process's."""
+    """What the VM's process's command line holds, and no other process's: QEMU's, or for the Arm VM
+    its boot supervisor's (:mod:`tunepath.lab.vmboot`)."""
+    if spec.host_boots:
+        return f"-m {LOADER_MARK} {spec.boot_plan}"
     return f"-name {spec.name},process={spec.name} "
 
 
@@ -218,8 +269,10 @@ def start_vm(spec: VmSpec) -> int:
     if not Path("/dev/net/tun").exists():
         raise TunepathError("lab VM: /dev/net/tun is missing: load the tun module (modprobe tun), then rerun")
     spec.run_dir.mkdir(parents=True, exist_ok=True)
-    for old in (spec.pidfile, spec.qmp):
+    for old in (spec.pidfile, spec.qmp, spec.loader_qmp):
         old.unlink(missing_ok=True)
+    if spec.host_boots:
+        return _start_supervised(spec)
     argv = qemu_argv(spec)
     run([need("ip"), "netns", "exec", spec.namespace, need(argv[0]), *argv[1:]], f"starting the VM in {spec.namespace}",
         hint=f"see {spec.console}", timeout=START_TIMEOUT)
@@ -230,6 +283,30 @@ def start_vm(spec: VmSpec) -> int:
             return int(text)
         time.sleep(0.05)
     raise TunepathError(f"lab VM: QEMU started but {spec.pidfile} names no running VM; see {spec.console}")
+
+
+def _start_supervised(spec: VmSpec) -> int:
+    """The Arm VM: its boot supervisor started in the namespace (detached); its pid once QEMU runs."""
+    argv = qemu_argv(spec)
+    BootPlan([need(argv[0]), *argv[1:]], str(spec.overlay), str(spec.run_dir), str(spec.loader_qmp),
+             str(spec.console)).write(spec.boot_plan)
+    log = spec.run_dir / "vmboot.log"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([need("ip"), "netns", "exec", spec.namespace, sys.executable, "-m", LOADER_MARK,
+                                 str(spec.boot_plan)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        text = spec.pidfile.read_text().strip() if spec.pidfile.is_file() else ""
+        if text.isdigit() and process_alive(int(text)):
+            return proc.pid
+        if proc.poll() is not None:
+            raise TunepathError(f"lab VM: its boot supervisor ended (status {proc.returncode}): "
+                                f"{console_tail(log, 3)}; see {spec.console}")
+        time.sleep(0.1)
+    kill_pids([proc.pid])
+    raise TunepathError(f"lab VM: QEMU did not start within {START_TIMEOUT} s; see {log} and {spec.console}")
 
 
 def _qmp_powerdown(sock_path: Path) -> bool:

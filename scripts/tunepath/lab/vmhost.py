@@ -28,19 +28,22 @@ __all__ = ["VM_DIR", "VM_DIR_FILES", "vm_namespace", "vm_spec", "up_vm", "wait_v
 
 VM_DIR = "vm"                     # in the lab's directory
 VM_DIR_FILES = ("overlay.qcow2", "seed.img", "console.log", "qmp.sock", "qemu.pid", HOST_KEY, f"{HOST_KEY}.pub",
-                "forward.log")
+                "forward.log",
+                # the Arm VM (lab/vmboot.py): its own disk, and what its boot supervisor reads and writes
+                "disk.raw", "boot.json", "vmboot.log", "qmp-boot.sock", "vmlinuz", "initrd.img")
 
 
 def vm_namespace(prefix: str) -> str:
     return f"{prefix}-vm"
 
 
-def vm_spec(prefix: str, paths: LabPaths):
+def vm_spec(prefix: str, paths: LabPaths, arch: str = "amd64"):
     from tunepath.lab.vm import VmSpec, vm_name
 
     run_dir = paths.directory / VM_DIR
-    return VmSpec(name=vm_name(prefix), namespace=vm_namespace(prefix), overlay=run_dir / "overlay.qcow2",
-                  seed=run_dir / "seed.img", run_dir=run_dir)
+    disk = "disk.raw" if arch == "arm64" else "overlay.qcow2"     # the Arm VM's host reads its grub.cfg: raw
+    return VmSpec(name=vm_name(prefix), namespace=vm_namespace(prefix), overlay=run_dir / disk,
+                  seed=run_dir / "seed.img", run_dir=run_dir, arch=arch)
 
 
 def _cache_root() -> Path:
@@ -49,12 +52,18 @@ def _cache_root() -> Path:
 
 def _disks(prefix: str, vm: VmState, paths: LabPaths, log: Callable[[str], None], save: Callable[[], None]) -> None:
     """The cached image (built when its recipe is new), the overlay on it, the seed disk."""
-    from tunepath.lab.vm import VM_ADDRESS, make_overlay, make_seed, overlay_backing
-    from tunepath.lab.vmimage import ensure_image
+    from tunepath.lab.vm import VM_ADDRESS, copy_disk, make_overlay, make_seed, overlay_backing
+    from tunepath.lab.vmimage import default_recipe, ensure_image
 
-    spec = vm_spec(prefix, paths)
-    base = ensure_image(_cache_root(), log)
-    if overlay_backing(spec.overlay) != base.resolve() or vm.image != str(base):
+    spec = vm_spec(prefix, paths, vm.arch)
+    base = ensure_image(_cache_root(), log, default_recipe(vm.arch))
+    if spec.host_boots:
+        if not spec.overlay.is_file() or vm.image != str(base):
+            copy_disk(base, spec.overlay)
+            vm.image = str(base)
+            save()
+            log(f"made the VM's disk {spec.overlay}, a sparse copy of the image {base}")
+    elif overlay_backing(spec.overlay) != base.resolve() or vm.image != str(base):
         make_overlay(base, spec.overlay)
         vm.image = str(base)
         save()
@@ -74,12 +83,13 @@ def up_vm(prefix: str, vm: VmState, paths: LabPaths, log: Callable[[str], None],
     ns, switch = vm_namespace(prefix), netns.switch_namespace(prefix)
     ensure_vm_link(switch, ns)
     ensure_vm_network(ns)
-    spec = vm_spec(prefix, paths)
+    spec = vm_spec(prefix, paths, vm.arch)
     if not process_matches(vm.pid, vm_mark(spec)):
         _disks(prefix, vm, paths, log, save)
         vm.pid = start_vm(spec)
         save()
-        log(f"started the VM in {ns} (QEMU pid {vm.pid}; console {spec.console}); a first boot takes about 30 s, a reboot 40-130 s")
+        log(f"started the VM in {ns} ({_process(spec)} pid {vm.pid}; console {spec.console}); a first boot takes about "
+            f"{'60' if spec.host_boots else '30'} s, a reboot 40-130 s")
     if vm.port is not None and process_matches(vm.socat_pid, " ".join(forward_argv(vm.port, switch, VM_ADDRESS)[1:])):
         return
     if vm.port is None or not port_free(vm.port):
@@ -88,6 +98,10 @@ def up_vm(prefix: str, vm: VmState, paths: LabPaths, log: Callable[[str], None],
     vm.socat_pid = start_forward(vm.port, switch, VM_ADDRESS, paths.directory / VM_DIR / "forward.log")
     save()
     log(f"forwarding 127.0.0.1:{vm.port} to the VM's sshd at {VM_ADDRESS}:22 (socat pid {vm.socat_pid})")
+
+
+def _process(spec) -> str:
+    return "its boot supervisor, QEMU's parent," if spec.host_boots else "QEMU"
 
 
 def vm_known_host(vm: VmState, paths: LabPaths) -> tuple[int, Path]:
@@ -101,12 +115,12 @@ def wait_vm(prefix: str, vm: VmState, paths: LabPaths) -> None:
     """Until the guest's sshd answers with the host key the lab gave it (a first boot ~30 s under TCG)."""
     from tunepath.lab.vm import VM_ADDRESS, wait_ssh
 
-    line = wait_ssh(netns.switch_namespace(prefix), VM_ADDRESS, vm_spec(prefix, paths), vm.pid)
+    line = wait_ssh(netns.switch_namespace(prefix), VM_ADDRESS, vm_spec(prefix, paths, vm.arch), vm.pid)
     ours = (paths.directory / VM_DIR / f"{HOST_KEY}.pub").read_text().split()[:2]
     if line.split()[1:3] != ours:
         raise TunepathError(f"lab VM: the sshd at {VM_ADDRESS} answers with another host key than "
                             f"{paths.directory / VM_DIR / HOST_KEY}.pub: the seed disk did not reach the guest; see "
-                            f"{vm_spec(prefix, paths).console}")
+                            f"{vm_spec(prefix, paths, vm.arch).console}")
 
 
 def down_vm(prefix: str, vm: VmState, paths: LabPaths, note: Callable[[str], None], save: Callable[[], None]) -> None:
@@ -119,8 +133,8 @@ def down_vm(prefix: str, vm: VmState, paths: LabPaths, note: Callable[[str], Non
         note(f"stopped the forward 127.0.0.1:{vm.port} of the VM (socat pid {vm.socat_pid})")
     vm.socat_pid = None
     save()
-    if vm.pid is not None and stop_vm(vm.pid, vm_spec(prefix, paths)):
-        note(f"powered the VM off (QEMU pid {vm.pid})")
+    if vm.pid is not None and stop_vm(vm.pid, vm_spec(prefix, paths, vm.arch)):
+        note(f"powered the VM off ({_process(vm_spec(prefix, paths, vm.arch))} pid {vm.pid})")
     vm.pid = None
     save()
 
@@ -129,8 +143,8 @@ def vm_status(prefix: str, vm: VmState, paths: LabPaths) -> list[tuple[str, bool
     """(part, ok, detail) of the VM's QEMU and of its sshd through the forward."""
     from tunepath.lab.vm import vm_mark
 
-    running = process_matches(vm.pid, vm_mark(vm_spec(prefix, paths)))
+    running = process_matches(vm.pid, vm_mark(vm_spec(prefix, paths, vm.arch)))
     answer = banner(vm.port) if vm.port is not None else ""
-    return [("VM", running, f"QEMU pid {vm.pid}" if running else "not running"),
+    return [("VM", running, f"{_process(vm_spec(prefix, paths, vm.arch))} pid {vm.pid}" if running else "not running"),
             ("sshd VM", answer.startswith("SSH-"),
              f"answers through 127.0.0.1:{vm.port}" if answer.startswith("SSH-") else "no answer")]

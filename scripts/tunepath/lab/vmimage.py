@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Callable
 
 from tunepath.errors import TunepathError
+from tunepath.lab.binfmt import foreign_binaries
 from tunepath.lab.system import process_alive, run
+from tunepath.lab.vmarch import arch
 
 __all__ = ["PACKAGES", "VM_TOOLS", "Recipe", "default_recipe", "image_dir", "ensure_image", "need",
            "host_apt_sources", "write_mbr", "run_logged", "qemu_path", "remove_tree", "console_tail"]
@@ -55,7 +57,7 @@ COMMAND_TIMEOUT = 600
 # update-grub, sudo, sysctl, apache2 with mod_proxy_* and mod_jk, SFTP for uploads. util-linux (lscpu,
 # taskset, dmesg), coreutils (timeout, base64, sha512sum), tar and gzip are in every minbase.
 PACKAGES = (
-    "linux-image-amd64", "grub-pc", "systemd-sysv", "udev", "dbus", "libpam-systemd", "kmod",
+    "systemd-sysv", "udev", "dbus", "libpam-systemd", "kmod",
     "openssh-server", "openssh-sftp-server", "sudo", "iproute2", "ifupdown", "netbase", "ethtool",
     "numactl", "pciutils", "procps", "util-linux", "e2fsprogs", "mawk", "curl", "wget",
     "openjdk-17-jre-headless", "apache2", "libapache2-mod-jk",
@@ -63,7 +65,8 @@ PACKAGES = (
 
 # program -> the Debian package that has it, for this machine (scripts/bootstrap --lab)
 VM_TOOLS = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86", "qemu-img": "qemu-utils",
-            "mke2fs": "e2fsprogs", "ssh-keyscan": "openssh-client", "ip": "iproute2", "umount": "mount"}
+            "mke2fs": "e2fsprogs", "ssh-keyscan": "openssh-client", "ip": "iproute2", "umount": "mount",
+            "qemu-system-aarch64": "qemu-system-arm", "arch-test": "arch-test", "debugfs": "e2fsprogs"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Recipe:
     """Everything the image is made of; its hash names the cached image."""
 
     suite: str
+    arch: str                     # Debian's name (vmarch.ARCHES)
     packages: tuple[str, ...]
     disk_mib: int
     cmdline: str                  # the kernel command line's base (GRUB_CMDLINE_LINUX)
@@ -85,16 +89,18 @@ class Recipe:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def default_recipe() -> Recipe:
-    return Recipe(suite="bookworm", packages=PACKAGES, disk_mib=6144, cmdline="net.ifnames=0 console=ttyS0",
-                  user="tunepath", hostname="tunepath-vm",
+def default_recipe(arch_name: str = "amd64") -> Recipe:
+    a = arch(arch_name)
+    return Recipe(suite="bookworm", arch=a.debian, packages=(*a.packages, *PACKAGES), disk_mib=6144,
+                  cmdline=f"net.ifnames=0 console={a.console}", user="tunepath", hostname=f"tunepath-vm-{a.debian}"
+                  if a.debian != "amd64" else "tunepath-vm",
                   # not /usr/share/man: openjdk's postinst makes alternatives for its man pages there
-                  excludes=("/usr/share/doc/*", "/usr/share/locale/*"), layout="msdos:p1@1MiB:ext4:grub-i386-pc:1",
+                  excludes=("/usr/share/doc/*", "/usr/share/locale/*"), layout=a.layout,
                   setup_script=SCRIPT.read_text())
 
 
 def image_dir(cache_root: Path, recipe: Recipe) -> Path:
-    return cache_root / f"vm-{recipe.digest()[:12]}"
+    return cache_root / f"vm-{'' if recipe.arch == 'amd64' else recipe.arch + '-'}{recipe.digest()[:12]}"
 
 
 def need(program: str) -> str:
@@ -226,9 +232,20 @@ def _bootstrap(recipe: Recipe, work: Path, root_uuid: str, log: Path) -> Path:
         mirrors.append(str(work / name))
     script = shlex.quote(str(work / "vm-guest-setup.sh"))
     (work / "vm-guest-setup.sh").write_text(recipe.setup_script)
+    a = arch(recipe.arch)
     configure = shlex.join(["/bin/sh", "-eu", GUEST_SCRIPT, "configure", recipe.user, recipe.hostname, root_uuid,
                             recipe.cmdline])
-    argv = [need("mmdebstrap"), "--mode=root", "--variant=minbase", f"--include={','.join(recipe.packages)}",
+    modules = []
+    if a.initramfs_modules:          # before the kernel's package makes its initramfs: a conf.d file and a hook
+        hook = ("#!/bin/sh\n# tunepath lab VM: the modules a QEMU virt machine boots from (MODULES=list)\n"
+                'case "$1" in prereqs) exit 0 ;; esac\n. /usr/share/initramfs-tools/hook-functions\n'
+                f"for m in {' '.join(a.initramfs_modules)}; do force_load \"$m\"; done\n")
+        modules = ["--essential-hook=mkdir -p \"$1/etc/initramfs-tools/conf.d\" \"$1/etc/initramfs-tools/hooks\" && "
+                   f"printf 'MODULES=list\\n' > \"$1/etc/initramfs-tools/conf.d/tunepath-vm\" && "
+                   f"printf %s {shlex.quote(hook)} > \"$1/etc/initramfs-tools/hooks/tunepath-vm\" && "
+                   "chmod 0755 \"$1/etc/initramfs-tools/hooks/tunepath-vm\""]
+    argv = [need("mmdebstrap"), "--mode=root", "--variant=minbase", f"--architectures={a.debian}",
+            f"--include={','.join(recipe.packages)}", *modules,
             "--aptopt=Acquire::Languages \"none\"",
             *(f"--dpkgopt=path-exclude={p}" for p in recipe.excludes),
             "--dpkgopt=path-include=/usr/share/doc/*/copyright",
@@ -239,40 +256,50 @@ def _bootstrap(recipe: Recipe, work: Path, root_uuid: str, log: Path) -> Path:
     return tree
 
 
-def write_mbr(disk: Path, start: int, sectors: int) -> None:
-    """An msdos partition table: one bootable Linux partition (type 0x83) of ``sectors`` from ``start``
-    (LBA only; the CHS fields say "beyond 8 GB", as modern tools write them)."""
-    entry = struct.pack("<B3sB3sII", 0x80, b"\xfe\xff\xff", 0x83, b"\xfe\xff\xff", start, sectors)
+def write_mbr(disk: Path, partitions: list[tuple[int, int, int]]) -> None:
+    """An msdos partition table of up to 4 ``(start, sectors, type)`` partitions, the first bootable
+    (LBA only; the CHS fields say "beyond 8 GB", as modern tools write them). Type 0x83 is Linux,
+    0xEF an EFI system partition."""
+    if not 1 <= len(partitions) <= 4:
+        raise ValueError("an msdos partition table holds 1 to 4 primary partitions")
+    entries = b"".join(struct.pack("<B3sB3sII", 0x80 if i == 0 else 0, b"\xfe\xff\xff", kind, b"\xfe\xff\xff",
+                                   start, sectors) for i, (start, sectors, kind) in enumerate(partitions))
     with open(disk, "r+b") as f:
         f.seek(440)
-        f.write(struct.pack("<I", 0x74707631) + b"\0\0" + entry + b"\0" * 48 + b"\x55\xaa")
+        f.write(struct.pack("<I", 0x74707631) + b"\0\0" + entries + b"\0" * (64 - len(entries)) + b"\x55\xaa")
 
 
 def _make_disk(recipe: Recipe, tree: Path, disk: Path, root_uuid: str, log: Path) -> None:
+    """The sparse raw disk with the ext4 root from ``tree``: one partition from 1 MiB (x86), or the
+    whole disk (arm64, which the host boots: :mod:`tunepath.lab.vmboot`)."""
     size = recipe.disk_mib * 1024 * 1024
     with open(disk, "wb") as f:
         f.truncate(size)
-    blocks = (size - PART_START * SECTOR) // 4096
+    whole = arch(recipe.arch).host_boots
+    root_start = 0 if whole else PART_START
+    blocks = (size - root_start * SECTOR) // 4096
     run_logged([need("mke2fs"), "-q", "-F", "-t", "ext4", "-b", "4096", "-O", "^metadata_csum_seed,^orphan_file",
-                "-E", f"offset={PART_START * SECTOR},nodiscard", "-L", "tproot", "-U", root_uuid, "-d", str(tree),
+                "-E", f"offset={root_start * SECTOR},nodiscard", "-L", "tproot", "-U", root_uuid, "-d", str(tree),
                 str(disk), str(blocks)], "writing the VM's root file system (mke2fs -d)", log, COMMAND_TIMEOUT)
     if disk.stat().st_size != size:
         raise TunepathError(f"lab VM: mke2fs changed the size of {disk}; see {log}")
-    write_mbr(disk, PART_START, blocks * 4096 // SECTOR)
+    if not whole:
+        write_mbr(disk, [(root_start, blocks * 4096 // SECTOR, 0x83)])
 
 
-def _install_bootloader(tree: Path, disk: Path, log: Path) -> None:
+def _install_bootloader(recipe: Recipe, tree: Path, disk: Path, log: Path) -> None:
     kernels = sorted((tree / "boot").glob("vmlinuz-*"))
     if len(kernels) != 1:
         raise TunepathError(f"lab VM: expected one kernel in {tree / 'boot'}, found {len(kernels)}; see {log}")
     initrd = tree / "boot" / kernels[0].name.replace("vmlinuz-", "initrd.img-", 1)
     console = disk.with_name("bootloader-console.log")
-    argv = [need("qemu-system-x86_64"), "-accel", "tcg,thread=multi", "-cpu", "max", "-machine", "q35",
+    a = arch(recipe.arch)
+    argv = [need(a.qemu), "-accel", "tcg,thread=multi", *a.bootloader_machine,
             "-m", "1024", "-smp", "2", "-nodefaults", "-display", "none", "-no-reboot",
             "-serial", f"file:{qemu_path(console)}",
             "-drive", f"file={qemu_path(disk)},format=raw,if=virtio",
             "-kernel", str(kernels[0]), "-initrd", str(initrd),
-            "-append", f"root=/dev/vda1 rw console=ttyS0 panic=-1 init={GUEST_SCRIPT}"]
+            "-append", f"root={a.root_device} rw console={a.console} panic=-1 init={GUEST_SCRIPT}"]
     try:
         run_logged(argv, "installing GRUB from inside the VM", log, BOOTLOADER_TIMEOUT)
     finally:
@@ -288,13 +315,19 @@ def _build(recipe: Recipe, work: Path, log: Path, say: Callable[[str], None]) ->
     root_uuid, times = str(uuid.uuid4()), {}
     started = time.monotonic()
     say(f"building the lab VM image in {work} (mmdebstrap: a few minutes; log {log})")
-    tree = _bootstrap(recipe, work, root_uuid, log)
+    a = arch(recipe.arch)
+    if a.uname == os.uname().machine:
+        tree = _bootstrap(recipe, work, root_uuid, log)
+    else:                            # its maintainer scripts run under qemu-user
+        need("arch-test")
+        with foreign_binaries(a.uname, say):
+            tree = _bootstrap(recipe, work, root_uuid, log)
     times["mmdebstrap_s"] = round(time.monotonic() - started, 1)
     say(f"Debian tree ready ({times['mmdebstrap_s']:g} s); writing the disk")
     _make_disk(recipe, tree, work / "disk.raw", root_uuid, log)
     times["disk_s"] = round(time.monotonic() - started - sum(times.values()), 1)
     say(f"disk written ({times['disk_s']:g} s); installing GRUB from inside a throwaway VM")
-    _install_bootloader(tree, work / "disk.raw", log)
+    _install_bootloader(recipe, tree, work / "disk.raw", log)
     times["bootloader_s"] = round(time.monotonic() - started - sum(times.values()), 1)
     remove_tree(tree)
     for name in ("host.list", "host.sources", "vm-guest-setup.sh"):

@@ -21,7 +21,8 @@ writes one saying what it is: network namespaces on one machine, not separate ha
 A top-level ``emulated = true`` marks an emulated server (the lab's QEMU VM). The run records it
 as ``run.json``'s ``emulated``; the comparison never pairs such a run with a real host, the pages
 never make it a step's primary run, and :mod:`tunepath.live.measure` gives its Tomcat a longer
-start-up limit.
+start-up limit. A top-level ``arch = "aarch64"`` declares the server's ``uname -m``; a run
+that finds another stops before it changes anything (the lab's Arm VM writes it).
 
 Without an inventory both roles are this machine, reached without SSH
 (:func:`local_inventory`).
@@ -52,7 +53,7 @@ __all__ = ["HostSpec", "Inventory", "load_inventory", "local_inventory"]
 MAX_INVENTORY_BYTES = 1 << 20          # an inventory is a few lines; /dev/zero is not one
 HOST_KEYS = ("host", "port", "user", "key_file", "address")
 SERVER_KEYS = HOST_KEYS + ("baseline_cpus",)
-TOP_KEYS = ("server", "clients", "known_hosts", "label", "emulated")
+TOP_KEYS = ("server", "clients", "known_hosts", "label", "emulated", "arch")
 MAX_LABEL = 300
 SECRET_KEYS = ("password", "passphrase", "sudo_password")
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
@@ -95,6 +96,7 @@ class Inventory:
     label: str | None = None       # how runs on these hosts are described (e.g. the lab's)
     emulated: bool = False         # the server is emulated (the lab's QEMU VM): its figures test the
                                    # commands, not performance; pages never rank them with real hosts
+    arch: str | None = None        # the server's `uname -m` as the file declares it (checked when a run starts)
 
     @property
     def same_machine(self) -> bool:
@@ -273,5 +275,9 @@ def load_inventory(path: str | os.PathLike | None) -> Inventory:
     emulated = data.get("emulated", False)
     if not isinstance(emulated, bool):
         raise TunepathError(f"{where}: emulated must be true or false, not {_kind(emulated)}")
+    arch = data.get("arch")
+    if arch is not None and not (isinstance(arch, str) and re.fullmatch(r"[a-z0-9_]{1,32}", arch)):
+        raise TunepathError(f"{where}: arch must be the server's `uname -m`, such as \"aarch64\" or \"x86_64\", "
+                            f"not {_kind(arch) if not isinstance(arch, str) else repr(arch[:40])}")
     return Inventory(_spec("server", data["server"], where),
-                     tuple(_spec("client", c, where) for c in clients), known, path, label, emulated)
+                     tuple(_spec("client", c, where) for c in clients), known, path, label, emulated, arch)

@@ -62,11 +62,23 @@ def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
     return HostFacts(name, client_name, tool, facts, missing, cfacts, cmissing, tomcat.home, [])
 
 
+def check_arch(server: Host, inventory: Inventory) -> None:
+    """The server is of the architecture its inventory declares (``arch``), if it declares one."""
+    if inventory.arch is None:
+        return
+    found = server.run("uname -m", check=False, timeout=15).stdout.strip()
+    if found != inventory.arch:
+        raise TunepathError(f"{inventory.source or 'the inventory'} says the server is {inventory.arch}, but "
+                            f"`uname -m` on {server.name} says {found or 'nothing'}: correct arch in the file, or "
+                            "point it at the server you meant")
+
+
 def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
     """Connect (checking host keys), take the lock, gather facts, and open the run record."""
     inventory = load_inventory(options.hosts_file)
     with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
         found = gather(server, clients[0], options)
+        check_arch(server, inventory)
         found.homes = sorted({h.run("echo $HOME", timeout=15).stdout.strip() for h in [server, *clients]})
         server_name = "server" if options.mask_hosts else found.server_name
         run_id = claim_run_id(runs_dir, server_name)
