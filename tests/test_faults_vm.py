@@ -127,3 +127,15 @@ def test_parse_options():
     assert c.only == (("controller", 1), ("grub", 2))
     with pytest.raises(SystemExit):
         parse(["--vm", "--kinds", "grub,bogus"])
+
+
+def test_the_arm_vm_is_a_target_of_its_own(capsys):
+    options = parse(["--vm", "--arch", "aarch64", "--kinds", "grub"])
+    assert isinstance(options.target, VmGuest) and options.target.arch == "arm64"
+    assert options.config.out.name == "faults-vm-arm64.json"
+    assert parse(["--vm"]).target.arch == "amd64" and parse(["--vm"]).config.out.name == "faults-vm.json"
+    with pytest.raises(SystemExit):
+        parse(["--arch", "arm64"])                         # the namespace server has no architecture to choose
+    with pytest.raises(SystemExit):
+        parse(["--vm", "--arch", "riscv64"])
+    assert "choose one of amd64, arm64" in capsys.readouterr().err

@@ -52,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
                                 "live runs and check that the server (a network namespace, or with --vm the VM) "
                                 "is put back.")
     p.add_argument("--vm", action="store_true", help="the lab's VM guest instead of its namespace server")
+    p.add_argument("--arch", default=None, help="with --vm: amd64 (default) or arm64, the Arm VM the host boots from "
+                                                "its own grub.cfg")
     p.add_argument("--trials", type=int, default=None,
                    help=f"trials per fault kind (default {LabServer.trials}; with --vm {VmGuest.trials}, ~5 min each)")
     p.add_argument("--kinds", default=None, help=f"comma-separated, of {','.join(LabServer.layout.kinds)} "
@@ -79,6 +81,8 @@ def parse(argv: list[str]) -> Options:
     kind: type[Target] = VmGuest if a.vm else LabServer
     if a.vm and (a.steps is not None or a.delay_max is not None):
         p.error("--steps and --delay-max are for the namespace server, not --vm")
+    if a.arch is not None and not a.vm:
+        p.error("--arch is for --vm")
     target = kind.from_options(a, p)
     kinds = tuple(k.strip() for k in (a.kinds or ",".join(kind.layout.kinds)).split(",") if k.strip())
     if not kinds or set(kinds) - set(kind.layout.kinds):
@@ -91,9 +95,15 @@ def parse(argv: list[str]) -> Options:
     except ValueError:
         p.error("--only takes kind:index pairs, e.g. controller:1,dropin:2")
     config = Config(trials, kinds, a.prefix or kind.prefix, (a.dir or ROOT / "build" / kind.lab_dir).absolute(),
-                    (a.out or ROOT / "build" / kind.out).absolute(), a.seed, a.keep_lab, a.keep_runs, only,
+                    (a.out or ROOT / "build" / _out_name(kind.out, getattr(target, "arch", "amd64"))).absolute(),
+                    a.seed, a.keep_lab, a.keep_runs, only,
                     a.merge.absolute() if a.merge else None, " ".join(["scripts/faults", *argv]))
     return Options(target, config, a.table)
+
+
+def _out_name(name: str, arch: str) -> str:
+    """The default results file: the Arm VM's has its own (faults-vm-arm64.json)."""
+    return name if arch == "amd64" else name.replace(".json", f"-{arch}.json")
 
 
 def exit_status(trials: list[Trial], stopped: bool) -> int:

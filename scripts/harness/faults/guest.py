@@ -134,17 +134,20 @@ class Watcher:
 
 
 class Power:
-    """The VM's QEMU: killed like a power cut, powered on again with the same disk; its console."""
+    """The VM's QEMU: killed like a power cut, powered on again with the same disk; its console.
+    The Arm VM's QEMU is the child of its boot supervisor (``tunepath.lab.vmboot``), which ends
+    with it (a QEMU that ended without a guest reset) and which power-on starts again."""
 
-    def __init__(self, lab, records: Path):
-        self.lab, self.records = lab, records
+    def __init__(self, lab, records: Path, arch: str = "amd64"):
+        self.lab, self.records, self.arch = lab, records, arch
 
     def spec(self):
         from tunepath.lab.vmhost import vm_spec
 
-        return vm_spec(self.lab.prefix, self.lab.paths)
+        return vm_spec(self.lab.prefix, self.lab.paths, self.arch)
 
-    def qemu_pid(self) -> int | None:
+    def _vm_pid(self) -> int | None:
+        """The lab's process of the VM: QEMU, or the Arm VM's boot supervisor."""
         from tunepath.lab.system import process_matches
         from tunepath.lab.vm import vm_mark
 
@@ -152,13 +155,21 @@ class Power:
         pid = state.vm.pid if state and state.vm else None
         return pid if pid is not None and process_matches(pid, vm_mark(self.spec())) else None
 
+    def qemu_pid(self) -> int | None:
+        owner, spec = self._vm_pid(), self.spec()
+        if owner is None or not spec.host_boots:
+            return owner
+        text = spec.pidfile.read_text().strip() if spec.pidfile.is_file() else ""
+        return int(text) if text.isdigit() and Path(f"/proc/{text}").exists() else None
+
     def kill(self) -> int | None:
         """SIGKILL to QEMU: the guest loses power (what it had not written to its disk is lost)."""
-        pid = self.qemu_pid()
+        owner, pid = self._vm_pid(), self.qemu_pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 10
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            while any(p is not None and Path(f"/proc/{p}").exists() for p in (pid, owner)) \
+                    and time.monotonic() < deadline:
                 time.sleep(0.05)
         return pid
 
@@ -182,7 +193,7 @@ class Power:
         """``lab up --vm``: QEMU again on the same overlay, until sshd answers; (seconds, error)."""
         t0 = time.monotonic()
         try:
-            self.lab.up(say=lambda line: None, vm=True)
+            self.lab.up(say=lambda line: None, vm=True, arch=self.arch)
         except Exception as exc:                      # noqa: BLE001 (an unbootable VM is a result)
             return None, str(exc)[-600:]
         return time.monotonic() - t0, ""
@@ -190,14 +201,18 @@ class Power:
     def repair(self) -> str:
         """As root: QEMU killed, a new overlay on the cached image (the image as built, without
         Tomcat: the harness installs it again), powered on."""
-        from tunepath.lab.vm import make_overlay, overlay_backing
+        from tunepath.lab.vm import copy_disk, make_overlay, overlay_backing
 
         self.kill()
         spec = self.spec()
-        base = overlay_backing(spec.overlay)
-        if base is None:
-            return "no overlay to repair"
-        make_overlay(base, spec.overlay)
+        if spec.host_boots:                 # the Arm VM's disk is a copy of the image, not an overlay
+            state = self.lab.state()
+            base = Path(state.vm.image) if state and state.vm and state.vm.image else None
+        else:
+            base = overlay_backing(spec.overlay)
+        if base is None or not base.is_file():
+            return "no image to repair the disk from"
+        (copy_disk if spec.host_boots else make_overlay)(base, spec.overlay)
         seconds, error = self.power_on()
         return (f"a new disk from the cached image, booted in {seconds:.0f} s" if seconds is not None
                 else f"a new disk from the cached image, but the VM did not boot: {error}")

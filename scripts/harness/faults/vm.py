@@ -105,7 +105,8 @@ class VmGuest(Target):
     restore_limit_s = 900
     no_trigger = f"no trigger before the run ended or within {TRIGGER_WAIT_S} s: no fault injected"
 
-    def __init__(self):
+    def __init__(self, arch: str = "amd64"):
+        self.arch = arch                  # amd64, or arm64: the Arm VM, which the host boots from its grub.cfg
         self.guest: Guest | None = None
         self.power: Power | None = None
         self.watcher: Watcher | None = None
@@ -113,10 +114,19 @@ class VmGuest(Target):
         self.grub_s = 0.0
 
     # -- the lab and the guest's state -----------------------------------------------------
+    @classmethod
+    def from_options(cls, args, parser) -> "VmGuest":
+        from tunepath.lab.vmarch import arch
+
+        try:
+            return cls(arch(getattr(args, "arch", None) or "amd64").debian)
+        except TunepathError as exc:
+            parser.error(f"--arch: {exc}")
+
     def up(self, harness) -> None:
-        state = harness.lab.up(say=lambda line: None, vm=True)       # a boot takes ~30 s
+        state = harness.lab.up(say=lambda line: None, vm=True, arch=self.arch)   # a boot takes ~30 s (Arm ~60 s)
         self.guest = Guest(harness.lab.directory, state.vm.port)
-        self.power = Power(harness.lab, harness.records)
+        self.power = Power(harness.lab, harness.records, self.arch)
 
     def tomcat_installed(self) -> bool:
         return self.guest.run(f"test -x ~/apache-tomcat-{TOMCAT_VERSION}/bin/startup.sh").returncode == 0
