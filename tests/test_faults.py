@@ -56,3 +56,23 @@ def test_the_harness_leaves_no_host_modified(tmp_path):
     assert not (tmp_path / "lab" / "state.json").exists()                  # the lab is down
     assert (Path("/sys/devices/system/cpu/online").read_text(), Path("/proc/sys/vm/nr_hugepages").read_text()) == (
         cpus, hugepages)
+
+
+def test_a_power_cut_of_the_arm_vm_during_update_grub_leaves_it_bootable_and_restored(tmp_path):
+    """Issue 32: one power-cut trial on the Arm VM, whose host boots what its grub.cfg names: QEMU
+    SIGKILLed while the IOMMU step's `update-grub` runs, powered on again, then checked (and restored
+    by one `tunepath restore` if the run could not). Every kind, 3 trials each: docs/faults.md."""
+    from test_lab_vm import _need_vm_parts
+
+    _need_vm_parts("arm64")
+    out = tmp_path / "faults-vm-arm64.json"
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "harness.faults", "--vm", "--arch", "arm64",
+                        "--trials", "1", "--kinds", "grub", "--seed", "11", "--prefix", f"tpaf{os.getpid() % 1000}",
+                        "--dir", str(tmp_path / "lab"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=1800, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    trial = json.loads(out.read_text())["trials"][0]
+    assert trial["kind"] == "grub" and trial["injected"], trial["note"]
+    assert trial["booted"] and trial["outcome"] in ("restored automatically", "restored by one tunepath restore"), trial
+    assert not (tmp_path / "lab" / "state.json").exists()                  # the lab is down

@@ -80,7 +80,9 @@ def first_entry(cfg: str) -> BootEntry:
 def _debugfs(disk: Path, request: str, timeout: float = 60) -> subprocess.CompletedProcess:
     from tunepath.lab.vmimage import need
 
-    return subprocess.run([need("debugfs"), "-R", request, str(disk)], capture_output=True, timeout=timeout)
+    # -c: read-only, without the allocation bitmaps, as GRUB reads ext4: a disk that lost power mid-write
+    # (its journal not replayed) still boots from what reached the file system
+    return subprocess.run([need("debugfs"), "-c", "-R", request, str(disk)], capture_output=True, timeout=timeout)
 
 
 def read_boot(disk: Path, into: Path) -> tuple[BootEntry, Path, Path | None]:
