@@ -46,15 +46,13 @@ def _entries(disk) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def test_the_partition_table_has_the_efi_system_partition_first_on_arm_and_one_linux_partition_on_x86(tmp_path):
+def test_the_x86_disk_has_one_bootable_linux_partition_and_the_arm_disk_none(tmp_path):
     disk = tmp_path / "d.raw"
     disk.write_bytes(b"\0" * 4096)
-    write_mbr(disk, [(2048, 131072, 0xEF), (133120, 1000000, 0x83)])
-    assert _entries(disk) == [(0x80, 0xEF, 2048, 131072), (0, 0x83, 133120, 1000000)]
-    write_mbr(disk, [(2048, 5000, 0x83)])
+    write_mbr(disk, 2048, 5000)
     assert _entries(disk) == [(0x80, 0x83, 2048, 5000)]
-    with pytest.raises(ValueError):
-        write_mbr(disk, [])
+    assert arch("amd64").root_device == "/dev/vda1" and arch("arm64").root_device == "/dev/vda"
+    assert arch("arm64").host_boots and not arch("amd64").host_boots
 
 
 def test_the_arm_machine_is_a_neoverse_n1_with_an_smmu_and_two_numa_nodes_booted_by_the_host(tmp_path):

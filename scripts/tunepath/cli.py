@@ -200,7 +200,7 @@ def _cmd_lab(args) -> int:
     from tunepath.lab.command import lab_command
 
     return lab_command(args.action, args.dir, args.prefix, vm=getattr(args, "vm", False),
-                       arch=getattr(args, "arch", "amd64"))
+                       arch=getattr(args, "arch", None))
 
 
 def _add_settings(sp, settings) -> None:
@@ -276,8 +276,8 @@ def _add_lab(sub) -> None:
                     help="with up: add a server VM (a Debian guest under QEMU, software emulation: 2 vCPUs, 2 NUMA "
                          "nodes, an Intel IOMMU, a 4-queue NIC), which becomes the inventory's server; its image is "
                          "built from Debian packages once and cached in .cache/")
-    sp.add_argument("--arch", default="amd64", choices=["amd64", "x86_64", "arm64", "aarch64"],
-                    help="with up --vm: the VM's architecture; arm64 is an emulated Neoverse-N1 server (4 vCPUs, 2 "
+    sp.add_argument("--arch", default=None, choices=["amd64", "x86_64", "arm64", "aarch64"],
+                    help="with up --vm: the VM's architecture (default: the lab's VM, else amd64); arm64 is an emulated Neoverse-N1 server (4 vCPUs, 2 "
                          "NUMA nodes, an SMMUv3; the host boots the kernel the guest's own grub.cfg names)")
     sp.set_defaults(func=_cmd_lab)
 

@@ -156,22 +156,27 @@ class Power:
         return pid if pid is not None and process_matches(pid, vm_mark(self.spec())) else None
 
     def qemu_pid(self) -> int | None:
+        from tunepath.lab.system import process_matches
+
         owner, spec = self._vm_pid(), self.spec()
         if owner is None or not spec.host_boots:
             return owner
         text = spec.pidfile.read_text().strip() if spec.pidfile.is_file() else ""
-        return int(text) if text.isdigit() and Path(f"/proc/{text}").exists() else None
+        return int(text) if text.isdigit() and process_matches(int(text), f"-name {spec.name},") else None
 
     def kill(self) -> int | None:
-        """SIGKILL to QEMU: the guest loses power (what it had not written to its disk is lost)."""
+        """SIGKILL to QEMU: the guest loses power (what it had not written to its disk is lost). Between
+        two boots of the Arm VM there is no QEMU: its boot supervisor is killed instead."""
+        from tunepath.lab.system import process_alive
+
         owner, pid = self._vm_pid(), self.qemu_pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
+        target = pid if pid is not None else owner
+        if target is not None:
+            os.kill(target, signal.SIGKILL)
             deadline = time.monotonic() + 10
-            while any(p is not None and Path(f"/proc/{p}").exists() for p in (pid, owner)) \
-                    and time.monotonic() < deadline:
+            while any(p is not None and process_alive(p) for p in (pid, owner)) and time.monotonic() < deadline:
                 time.sleep(0.05)
-        return pid
+        return target
 
     def console_lines(self) -> list[str]:
         try:

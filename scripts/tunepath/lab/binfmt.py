@@ -68,10 +68,12 @@ def _setup(cpu: str, entry: Path, say) -> tuple[bool, bool]:
         return mounted, True
     except subprocess.CalledProcessError as exc:
         raise TunepathError(f"lab VM: mounting binfmt_misc on {MISC} failed: {(exc.stderr or '').strip()}") from None
-    except OSError as exc:
+    except BaseException as exc:                  # binfmt_misc unmounted again if this mounted it
         if mounted:
             _teardown(entry, mounted, False)
-        raise TunepathError(f"lab VM: registering qemu-{cpu} in {MISC} failed ({exc.strerror or exc})") from None
+        if isinstance(exc, OSError):
+            raise TunepathError(f"lab VM: registering qemu-{cpu} in {MISC} failed ({exc.strerror or exc})") from None
+        raise
 
 
 def _teardown(entry: Path, mounted: bool, registered: bool) -> None:

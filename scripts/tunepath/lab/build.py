@@ -173,15 +173,16 @@ def _vm(state: LabState, paths: LabPaths, log: _Log) -> None:
 
 
 def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool = False,
-          arch: str = "amd64") -> None:
-    """Make what is missing. ``vm``: add the server VM of ``arch`` (a lab that has one keeps it)."""
+          arch: str | None = None) -> None:
+    """Make what is missing. ``vm``: add the server VM of ``arch`` (None: the one the lab has, else
+    amd64); a lab that has one keeps it."""
     log = _Log(say)
     refuse_foreign(state, paths)
-    if vm and state.vm is not None and state.vm.arch != arch:
+    if vm and state.vm is not None and arch is not None and state.vm.arch != arch:
         raise TunepathError(f"lab {state.prefix} already has an {state.vm.arch} server VM: take the lab down "
                             f"(tunepath lab down) before you bring it up with an {arch} one")
     if vm and state.vm is None:
-        state.vm = VmState(arch=arch)
+        state.vm = VmState(arch=arch or "amd64")
     save_state(paths.state_file, state)
     for part in (_files, _network, _accounts, _sshd, _forwards, _vm):
         part(state, paths, log)

@@ -22,7 +22,7 @@ def _lab(directory: str | None, prefix: str | None) -> Lab:
 
 
 def lab_command(action: str, directory: str | None = None, prefix: str | None = None, vm: bool = False,
-                arch: str = "amd64") -> int:
+                arch: str | None = None) -> int:
     """Run ``action`` ("up", "down" or "status"), printing one line per part; the exit status.
     ``vm``: ``up`` adds the server VM of ``arch`` (amd64, or arm64: an emulated Neoverse-N1)."""
     from tunepath.lab.vmarch import arch as vm_arch
@@ -30,7 +30,7 @@ def lab_command(action: str, directory: str | None = None, prefix: str | None = 
     lab = _lab(directory, prefix)
     start = time.monotonic()
     if action == "up":
-        state = lab.up(say=print, vm=vm, arch=vm_arch(arch).debian)
+        state = lab.up(say=print, vm=vm, arch=vm_arch(arch).debian if arch else None)
         print(f"lab {lab.prefix} is up ({time.monotonic() - start:.1f} s). Inventory: {lab.hosts_file}"
               + (" (the server is the VM)" if state.vm is not None else ""))
         reboot = " --allow-reboot" if state.vm is not None else ""

@@ -92,9 +92,9 @@ class Lab:
         finally:
             os.close(fd)
 
-    def up(self, say: Callable[[str], None] | None = None, vm: bool = False, arch: str = "amd64") -> LabState:
+    def up(self, say: Callable[[str], None] | None = None, vm: bool = False, arch: str | None = None) -> LabState:
         """Create what is missing, restart what died; the state. ``vm``: add the server VM of ``arch``
-        (:mod:`tunepath.lab.vmhost`, :mod:`tunepath.lab.vmarch`). Failing on a lab that was not up removes what it created;
+        (None: the one the lab has, else amd64; :mod:`tunepath.lab.vmhost`, :mod:`tunepath.lab.vmarch`). Failing on a lab that was not up removes what it created;
         failing on one that was leaves state.json listing what exists."""
         require_root("up")
         require_tools()

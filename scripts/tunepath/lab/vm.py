@@ -1,15 +1,19 @@
 """One lab VM: QEMU (TCG) inside a network namespace of the lab, booted from the cached image.
 
-Per lab, nothing touches the cached base image: the VM writes to a qcow2 overlay backed by it
-(:func:`make_overlay`), and a small ext4 seed disk (:func:`make_seed`, made without mounting)
+Per lab, nothing touches the cached base image: the x86 VM writes to a qcow2 overlay backed by it
+(:func:`make_overlay`), the Arm VM to a sparse raw copy of it (:func:`copy_disk`: its host reads
+the guest's grub.cfg from that file, :mod:`tunepath.lab.vmboot`). A small ext4 seed disk (:func:`make_seed`, made without mounting)
 carries what differs per lab: the host key pair, the user's authorized key, eth0's address. The
 image's ``tunepath-seed.service`` installs them at each boot, before sshd and networking start.
 
 The network lives in one namespace (``<prefix>-vm``): ``eth0``, a veth whose peer sits on the
 switch's ``br0`` (:func:`ensure_vm_link`), a bridge ``br0`` and a multiqueue tap ``tap0``
 (:func:`ensure_vm_network`). QEMU is started in that namespace, so the guest's NIC reaches only
-the lab. The guest: 2 CPUs on 2 sockets, one per NUMA node; an Intel IOMMU with interrupt
-remapping; the virtio NIC (4 queue pairs) behind a PCIe expander bridge on NUMA node 1.
+the lab. The x86 guest: 2 CPUs on 2 sockets, one per NUMA node; an Intel IOMMU with interrupt
+remapping; the virtio NIC (4 queue pairs) behind a PCIe expander bridge on NUMA node 1. The Arm
+guest (``virt``, Neoverse-N1): 4 CPUs, 2 per NUMA node; an SMMUv3; the same NIC on the root bus
+(a device tree has no expander bridge, so its NUMA node is undefined). ``VmSpec.overlay`` is the
+disk the VM writes to, either kind.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.lab.system import kill_pids, process_alive, process_matches, run
+from tunepath.lab.vmarch import arch
 from tunepath.lab.vmboot import LOADER_MARK, BootPlan
 from tunepath.lab.vmimage import console_tail, need, qemu_path
 
@@ -76,7 +81,7 @@ class VmSpec:
     @property
     def host_boots(self) -> bool:
         """The host boots it from its grub.cfg (:mod:`tunepath.lab.vmboot`): the Arm VM."""
-        return self.arch == "arm64"
+        return arch(self.arch).host_boots
 
     @property
     def boot_plan(self) -> Path:
@@ -102,9 +107,12 @@ def make_overlay(base: Path, overlay: Path) -> None:
 def copy_disk(base: Path, disk: Path) -> None:
     """``disk``, a sparse copy of ``base`` the VM writes to (the Arm VM: its host reads the file, so no qcow2)."""
     tmp = disk.with_name(f".{disk.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    run(["cp", "--sparse=always", str(base), str(tmp)], f"copying the image {base} to {disk}")
-    os.replace(tmp, disk)
+    try:
+        tmp.unlink(missing_ok=True)
+        run(["cp", "--sparse=always", str(base), str(tmp)], f"copying the image {base} to {disk}")
+        os.replace(tmp, disk)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def overlay_backing(overlay: Path) -> Path | None:
@@ -210,11 +218,11 @@ def _machine(spec: VmSpec) -> list[str]:
     mib = spec.node_mib
     memory = ["-m", f"{2 * mib}M",
               "-object", f"memory-backend-ram,id=mem0,size={mib}M", "-object", f"memory-backend-ram,id=mem1,size={mib}M"]
-    if spec.arch == "arm64":       # no firmware: vmboot starts the kernel the guest's grub.cfg names
-        return ["qemu-system-aarch64", "-accel", "tcg,thread=multi", "-cpu", "neoverse-n1",
+    if spec.host_boots:            # no firmware: vmboot starts the kernel the guest's grub.cfg names
+        return [arch(spec.arch).qemu, "-accel", "tcg,thread=multi", "-cpu", "neoverse-n1",
                 "-machine", "virt,iommu=smmuv3,gic-version=3", "-smp", "4,sockets=2,cores=2,threads=1", *memory,
                 "-numa", "node,nodeid=0,cpus=0-1,memdev=mem0", "-numa", "node,nodeid=1,cpus=2-3,memdev=mem1"]
-    return ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-machine", "q35,kernel-irqchip=split",
+    return [arch(spec.arch).qemu, "-accel", "tcg,thread=multi", "-cpu", "max", "-machine", "q35,kernel-irqchip=split",
             "-device", "intel-iommu,intremap=on", "-smp", "2,sockets=2,cores=1,threads=1", *memory,
             "-numa", "node,nodeid=0,cpus=0,memdev=mem0", "-numa", "node,nodeid=1,cpus=1,memdev=mem1"]
 
@@ -232,7 +240,7 @@ def qemu_argv(spec: VmSpec) -> list[str]:
         disk = ["-drive", f"file={qemu_path(spec.overlay)},format=qcow2,if=none,id=disk0"]
         console = ["-serial", f"file:{qemu_path(spec.console)}"]
         process = ["-pidfile", qemu_path(spec.pidfile), "-daemonize"]
-    if spec.arch == "arm64":       # a device tree has no PCIe expander bridge: the NIC sits on the root bus
+    if spec.host_boots:            # a device tree has no PCIe expander bridge: the NIC sits on the root bus
         nic_bus = ["-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
     else:
         nic_bus = ["-device", f"pxb-pcie,id=pxb1,bus_nr=128,numa_node={spec.nic_node},bus=pcie.0",
@@ -296,17 +304,20 @@ def _start_supervised(spec: VmSpec) -> int:
         proc = subprocess.Popen([need("ip"), "netns", "exec", spec.namespace, sys.executable, "-m", LOADER_MARK,
                                  str(spec.boot_plan)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        text = spec.pidfile.read_text().strip() if spec.pidfile.is_file() else ""
-        if text.isdigit() and process_alive(int(text)):
-            return proc.pid
-        if proc.poll() is not None:
-            raise TunepathError(f"lab VM: its boot supervisor ended (status {proc.returncode}): "
-                                f"{console_tail(log, 3)}; see {spec.console}")
-        time.sleep(0.1)
-    kill_pids([proc.pid])
-    raise TunepathError(f"lab VM: QEMU did not start within {START_TIMEOUT} s; see {log} and {spec.console}")
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            text = spec.pidfile.read_text().strip() if spec.pidfile.is_file() else ""
+            if text.isdigit() and process_alive(int(text)):
+                return proc.pid
+            if proc.poll() is not None:
+                raise TunepathError(f"lab VM: its boot supervisor ended (status {proc.returncode}): "
+                                    f"{console_tail(log, 3)}; see {spec.console}")
+            time.sleep(0.1)
+        raise TunepathError(f"lab VM: QEMU did not start within {START_TIMEOUT} s; see {log} and {spec.console}")
+    except BaseException:          # not recorded yet: nobody else could end it (its QEMU dies with it)
+        kill_pids([proc.pid])
+        raise
 
 
 def _qmp_powerdown(sock_path: Path) -> bool:

@@ -11,8 +11,9 @@ GRUB drop-in, ``update-grub``, ``reboot``.
 :func:`supervise` (``python -m tunepath.lab.vmboot BOOT.json``, started by
 :func:`tunepath.lab.vm.start_vm` inside the VM's namespace) is the VM's process for the lab: it
 runs QEMU with ``-no-reboot`` and watches a QMP monitor of its own. A guest reset ("guest-reset")
-reads ``grub.cfg`` again and boots anew; any other shutdown (the power button that ``lab down``
-presses, a halt) ends it. SIGTERM powers the guest off, then ends QEMU. QEMU dies with it
+reads ``grub.cfg`` again and boots anew; any other end of QEMU (the power button that ``lab down``
+presses through the lab's QMP socket, a halt, a killed QEMU) ends it. SIGTERM ends QEMU (a power
+cut: ``lab down`` presses the power button first) and then the supervisor; QEMU dies with it
 (``PR_SET_PDEATHSIG``).
 """
 
@@ -132,10 +133,12 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGKILL)            # PR_SET_PDEATHSIG
 
 
-def _qmp(path: str, deadline: float):
-    while time.monotonic() < deadline:
+def _qmp(path: str, deadline: float, waiting):
+    """QEMU's QMP monitor at ``path``, capabilities negotiated: (socket, stream), or (None, None) when
+    it did not answer by ``deadline`` or ``waiting()`` turned false (QEMU ended, a stop came)."""
+    while time.monotonic() < deadline and waiting():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(path)
             stream = s.makefile("rwb")
             stream.readline()
@@ -143,6 +146,7 @@ def _qmp(path: str, deadline: float):
             stream.flush()
             return s, stream
         except OSError:
+            s.close()
             time.sleep(0.2)
     return None, None
 
@@ -183,12 +187,19 @@ def supervise(plan_file: Path) -> int:
         argv = [*plan.argv, "-kernel", str(kernel), *(["-initrd", str(initrd)] if initrd else []),
                 "-append", entry.args]
         qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        sock, stream = _qmp(plan.monitor, time.monotonic() + QMP_CONNECT_S)
-        reason = _shutdown_reason(stream) if stream else ""
-        if sock is not None:
-            sock.close()
+        if stopping:                 # a stop that came while grub.cfg was read: this boot does not happen
+            qemu.terminate()
+        sock, stream = _qmp(plan.monitor, time.monotonic() + QMP_CONNECT_S,
+                            lambda: qemu.poll() is None and not stopping)
         try:
-            qemu.wait(timeout=30)
+            reason = _shutdown_reason(stream) if stream else ""
+        finally:
+            if sock is not None:
+                sock.close()
+        if stream is None:           # no monitor: QEMU runs until it ends by itself (or a stop ends it)
+            qemu.wait()
+        try:
+            qemu.wait(timeout=30)    # after SHUTDOWN, QEMU exits (-no-reboot)
         except subprocess.TimeoutExpired:
             qemu.kill()
             qemu.wait()

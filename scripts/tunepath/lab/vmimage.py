@@ -1,8 +1,8 @@
 """The lab VM's disk image: Debian from Debian packages only, built once per recipe and cached.
 
-A :class:`Recipe` (suite, packages, disk size, kernel command line, user, host name, disk layout
-and the guest-side script ``vm-guest-setup.sh``) names its image by its SHA-256:
-``<cache_root>/vm-<hash12>/base.raw``. :func:`ensure_image` returns that file, building it only
+A :class:`Recipe` (suite, architecture, packages, disk size, kernel command line, user, host name,
+disk layout and the guest-side script ``vm-guest-setup.sh``) names its image by its SHA-256:
+``<cache_root>/vm-<hash12>/base.raw`` (``vm-arm64-<hash12>`` for the Arm VM). :func:`ensure_image` returns that file, building it only
 when it is missing. A build happens in a hidden sibling directory that is renamed into place at
 the very end, so an interrupted build never leaves an image that looks complete.
 
@@ -11,12 +11,15 @@ The build, step by step (no loop device and no mount on this machine):
 1. ``mmdebstrap --variant=minbase`` into a directory, from this machine's own apt sources (the
    entries for the recipe's suite in /etc/apt/sources.list and /etc/apt/sources.list.d/); its
    customize hook runs ``vm-guest-setup.sh configure`` in the chroot (user, sudo, sshd, seed unit,
-   GRUB defaults, fstab).
-2. ``mke2fs -d`` writes that tree as an ext4 file system at 1 MiB into a sparse raw file, and an
-   msdos partition table (one bootable Linux partition from sector 2048) is written in front.
+   GRUB defaults, fstab). For arm64 its maintainer scripts run under qemu-user
+   (:mod:`tunepath.lab.binfmt`), and an essential hook keeps the initramfs to the virt machine's
+   modules (:mod:`tunepath.lab.vmarch`).
+2. ``mke2fs -d`` writes that tree as an ext4 file system into a sparse raw file: at 1 MiB behind
+   an msdos partition table (one bootable Linux partition from sector 2048) for x86, the whole
+   file for arm64.
 3. A throwaway QEMU boots the image's own kernel and initrd (``-kernel``/``-initrd``) with
-   ``init=`` the guest script, which runs ``grub-install /dev/vda`` and ``update-grub`` inside
-   the guest and powers off; its serial console must end with ``TUNEPATH-BOOTLOADER-OK``.
+   ``init=`` the guest script, which runs ``grub-install /dev/vda`` (x86) and ``update-grub``
+   inside the guest and powers off; its serial console must end with ``TUNEPATH-BOOTLOADER-OK``.
 """
 
 from __future__ import annotations
@@ -256,17 +259,13 @@ def _bootstrap(recipe: Recipe, work: Path, root_uuid: str, log: Path) -> Path:
     return tree
 
 
-def write_mbr(disk: Path, partitions: list[tuple[int, int, int]]) -> None:
-    """An msdos partition table of up to 4 ``(start, sectors, type)`` partitions, the first bootable
-    (LBA only; the CHS fields say "beyond 8 GB", as modern tools write them). Type 0x83 is Linux,
-    0xEF an EFI system partition."""
-    if not 1 <= len(partitions) <= 4:
-        raise ValueError("an msdos partition table holds 1 to 4 primary partitions")
-    entries = b"".join(struct.pack("<B3sB3sII", 0x80 if i == 0 else 0, b"\xfe\xff\xff", kind, b"\xfe\xff\xff",
-                                   start, sectors) for i, (start, sectors, kind) in enumerate(partitions))
+def write_mbr(disk: Path, start: int, sectors: int) -> None:
+    """An msdos partition table: one bootable Linux partition (type 0x83) of ``sectors`` from ``start``
+    (LBA only; the CHS fields say "beyond 8 GB", as modern tools write them)."""
+    entry = struct.pack("<B3sB3sII", 0x80, b"\xfe\xff\xff", 0x83, b"\xfe\xff\xff", start, sectors)
     with open(disk, "r+b") as f:
         f.seek(440)
-        f.write(struct.pack("<I", 0x74707631) + b"\0\0" + entries + b"\0" * (64 - len(entries)) + b"\x55\xaa")
+        f.write(struct.pack("<I", 0x74707631) + b"\0\0" + entry + b"\0" * 48 + b"\x55\xaa")
 
 
 def _make_disk(recipe: Recipe, tree: Path, disk: Path, root_uuid: str, log: Path) -> None:
@@ -284,7 +283,7 @@ def _make_disk(recipe: Recipe, tree: Path, disk: Path, root_uuid: str, log: Path
     if disk.stat().st_size != size:
         raise TunepathError(f"lab VM: mke2fs changed the size of {disk}; see {log}")
     if not whole:
-        write_mbr(disk, [(root_start, blocks * 4096 // SECTOR, 0x83)])
+        write_mbr(disk, root_start, blocks * 4096 // SECTOR)
 
 
 def _install_bootloader(recipe: Recipe, tree: Path, disk: Path, log: Path) -> None:
@@ -301,13 +300,14 @@ def _install_bootloader(recipe: Recipe, tree: Path, disk: Path, log: Path) -> No
             "-kernel", str(kernels[0]), "-initrd", str(initrd),
             "-append", f"root={a.root_device} rw console={a.console} panic=-1 init={GUEST_SCRIPT}"]
     try:
-        run_logged(argv, "installing GRUB from inside the VM", log, BOOTLOADER_TIMEOUT)
+        run_logged(argv, "running grub-install and update-grub (x86) or update-grub (arm64) inside the VM", log,
+                   BOOTLOADER_TIMEOUT)
     finally:
         with open(log, "ab") as out:            # the console joins the build log (the directory goes)
             out.write(b"\n--- the bootloader VM's serial console ---\n" + console.read_bytes()
                       if console.is_file() else b"")
     if BOOTLOADER_MARK not in console.read_text(errors="replace"):
-        raise TunepathError(f"lab VM: GRUB was not installed (no {BOOTLOADER_MARK} on the console): "
+        raise TunepathError(f"lab VM: GRUB's set-up failed (no {BOOTLOADER_MARK} on the console): "
                             f"{console_tail(console)} (whole log: {log})")
 
 
@@ -326,7 +326,7 @@ def _build(recipe: Recipe, work: Path, log: Path, say: Callable[[str], None]) ->
     say(f"Debian tree ready ({times['mmdebstrap_s']:g} s); writing the disk")
     _make_disk(recipe, tree, work / "disk.raw", root_uuid, log)
     times["disk_s"] = round(time.monotonic() - started - sum(times.values()), 1)
-    say(f"disk written ({times['disk_s']:g} s); installing GRUB from inside a throwaway VM")
+    say(f"disk written ({times['disk_s']:g} s); GRUB's set-up (update-grub) inside a throwaway VM")
     _install_bootloader(recipe, tree, work / "disk.raw", log)
     times["bootloader_s"] = round(time.monotonic() - started - sum(times.values()), 1)
     remove_tree(tree)

@@ -59,10 +59,10 @@ def restore_hosts(server: Host, clients=(), forget: bool = False) -> list[str]:
     """:func:`restore` on the server and the clients' saved sysctls back, every host tried even when
     another fails; one line per change. ``forget``: the server's saved state removed once it is back."""
     done, problems = [], []
-    for host in (*clients, server):
+    for part in (lambda: sysctls.put_back_all(clients), lambda: restore(server, forget)):
         try:
-            done += restore(host, forget) if host is server else sysctls.put_back(host)
-        except TunepathError as exc:
+            done += part()
+        except Exception as exc:                 # noqa: BLE001 (the server is put back even so)
             problems.append(str(exc))
     if problems:
         raise TunepathError("; ".join(problems))

@@ -77,8 +77,8 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
     """Connect (checking host keys), take the lock, gather facts, and open the run record."""
     inventory = load_inventory(options.hosts_file)
     with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
-        found = gather(server, clients[0], options)
         check_arch(server, inventory)
+        found = gather(server, clients[0], options)
         found.homes = sorted({h.run("echo $HOME", timeout=15).stdout.strip() for h in [server, *clients]})
         server_name = "server" if options.mask_hosts else found.server_name
         run_id = claim_run_id(runs_dir, server_name)

@@ -25,7 +25,7 @@ from tunepath.live.hosts import Host
 from tunepath.model.plan import Sysctl
 from tunepath.model.shell import heredoc, quote
 
-__all__ = ["SAVED", "read_values", "saved_values", "save", "apply", "switch", "put_back", "show", "listing", "check"]
+__all__ = ["SAVED", "read_values", "saved_values", "save", "apply", "switch", "put_back", "put_back_all", "show", "listing", "check"]
 
 SAVED = "~/.tunepath/original-sysctls.json"
 
@@ -94,7 +94,8 @@ def apply(host: Host, settings, now: dict[str, str | None] | None = None) -> lis
 def switch(host: Host, role: str, wanted, touched) -> dict[str, str | None]:
     """On ``host`` (``role`` server or client): the settings in ``wanted`` set, every other name in
     ``touched`` (those the step's other variants change) back to its saved value. Saves first. Returns
-    each touched name's value now (None: this kernel or namespace has no such setting), from one read."""
+    each touched name's value as the kernel reports it afterwards (None: this kernel or namespace has
+    no such setting): the read before the change when nothing changed, else a read after it."""
     wanted = [s for s in wanted if s.host == role]
     names = sorted({s.name for s in touched if s.host == role})
     if not names:
@@ -103,8 +104,7 @@ def switch(host: Host, role: str, wanted, touched) -> dict[str, str | None]:
     saved = save(host, names, now)
     own = {s.name for s in wanted}
     changes = [*wanted, *(Sysctl(n, saved[n], role) for n in names if n not in own and n in saved)]
-    apply(host, changes, now)
-    return {**now, **{s.name: s.value for s in changes}}
+    return read_values(host, names) if apply(host, changes, now) else now
 
 
 def put_back(host: Host, forget: bool = True) -> list[str]:
@@ -121,6 +121,19 @@ def put_back(host: Host, forget: bool = True) -> list[str]:
     if forget:
         host.run(f"rm -f {SAVED}", check=False, timeout=15)
     return [f"{c.removeprefix('sudo sysctl -w ')} again on {host.name} (`{c}`)" for c in done]
+
+
+def put_back_all(hosts) -> list[str]:
+    """:func:`put_back` on every host, each tried even when another fails (one error naming them all)."""
+    done, problems = [], []
+    for host in hosts:
+        try:
+            done += put_back(host)
+        except Exception as exc:                 # noqa: BLE001 (the others are still put back)
+            problems.append(str(exc))
+    if problems:
+        raise TunepathError("; ".join(problems))
+    return done
 
 
 def show(host: Host, names) -> str:

@@ -111,12 +111,11 @@ class KernelNetwork(Step):
         """The standard flow, then the step's settings back on every host, and the values after it."""
         from tunepath.live import irqs
         from tunepath.live.execute import standard_flow
-        from tunepath.live.sysctls import put_back
+        from tunepath.live.sysctls import put_back, put_back_all
 
         standard_flow(self, session)
         if session.options.apply:
-            back = put_back(session.server) + irqs.put_back(session.server)
-            back += [line for client in session.clients for line in put_back(client)]
+            back = put_back(session.server) + irqs.put_back(session.server) + put_back_all(session.clients)
             session.recorder.note_put_back(back, f"When {self.name} ended", [self.name])
         _record_values(session, self.name, "after")
 
