@@ -219,6 +219,8 @@ def test_preflight_refusals_on_this_machine():
     facts = {"numa_nodes": 1, "nic": {"name": "eth0", "queues": None}}
     assert "loopback" in preflight(host, blocks["set-queues"], facts, same_machine=True).reason
     assert "NUMA node" in preflight(host, blocks["move-cpus"], facts, same_machine=True).reason
+    two_nodes = {"numa_nodes": 2, "nic": {"name": "eth0", "queues": 4, "numa_node": None}}   # sysfs said -1
+    assert "eth0) reports no NUMA node" in preflight(host, blocks["move-cpus"], two_nodes, same_machine=True).reason
     assert "will not reboot itself" in preflight(host, blocks["iommu-passthrough"], facts, True).reason
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tunepath.errors import TunepathError
 from tunepath.lab.binfmt import entry_line
-from tunepath.lab.inventory import hosts_toml
+from tunepath.lab.inventory import hosts_toml, self_hosts_toml
 from tunepath.lab.state import LabState, VmState, load_state, save_state
 from tunepath.lab.vm import VmSpec, qemu_argv
 from tunepath.lab.vmarch import arch
@@ -27,6 +27,7 @@ def test_each_architecture_has_its_own_recipe_and_cached_image():
     assert (x86.arch, arm.arch) == ("amd64", "arm64")
     assert "linux-image-amd64" in x86.packages and "grub-pc" in x86.packages
     assert "linux-image-arm64" in arm.packages and "grub2-common" in arm.packages    # update-grub, no firmware GRUB
+    assert {"build-essential", "libluajit-5.1-dev", "git"} <= set(arm.packages)     # wrk2 builds on the guest
     assert not {"linux-image-amd64", "grub-pc"} & set(arm.packages)
     assert arm.cmdline.endswith("console=ttyAMA0") and x86.cmdline.endswith("console=ttyS0")
     assert image_dir(__import__("pathlib").Path("c"), arm).name.startswith("vm-arm64-")
@@ -64,14 +65,25 @@ def test_the_arm_machine_is_a_neoverse_n1_with_an_smmu_and_two_numa_nodes_booted
     for part in ("-cpu neoverse-n1", "-machine virt,iommu=smmuv3,gic-version=3", "-smp 4,sockets=2,cores=2",
                  "node,nodeid=0,cpus=0-1,memdev=mem0", "node,nodeid=1,cpus=2-3,memdev=mem1",
                  f"file={tmp_path}/disk.raw,format=raw", "mq=on,vectors=10,iommu_platform=on", "-no-reboot",
-                 f"path={tmp_path}/qmp-boot.sock,server=on", f"path={tmp_path}/console.log,append=on"):
+                 f"path={tmp_path}/qmp-boot.sock,server=on", f"path={tmp_path}/console.log,append=on",
+                 f"-dtb {tmp_path}/virt.dtb"):
         assert part in argv
     # no firmware and no kernel of its own: the boot supervisor adds the kernel grub.cfg names, per boot
     assert "-bios" not in argv and "-kernel" not in argv and "-daemonize" not in argv and "pxb-pcie" not in argv
     assert vm_mark(spec) == f"-m tunepath.lab.vmboot {tmp_path}/boot.json"
     x86 = " ".join(qemu_argv(VmSpec("n", "ns", tmp_path / "o", tmp_path / "s", tmp_path)))
     assert x86.startswith("qemu-system-x86_64 -name n,process=n ") and "intel-iommu,intremap=on" in x86
-    assert "pxb-pcie,id=pxb1,bus_nr=128,numa_node=1" in x86 and x86.endswith("-daemonize")
+    assert "pxb-pcie,id=pxb1,bus_nr=128,numa_node=1" in x86 and x86.endswith("-daemonize") and "-dtb" not in x86
+
+
+def test_the_arm_vm_s_nic_gets_its_node_from_the_one_pcie_host_bridge_of_the_device_tree():
+    from tunepath.lab.vmdtb import pcie_node
+
+    assert pcie_node(["chosen", "memory@40000000", "pcie@10000000", "smmuv3@9050000"]) == "/pcie@10000000"
+    with pytest.raises(TunepathError, match="0 PCIe host bridges, not one"):
+        pcie_node(["chosen", "pl011@9000000"])
+    with pytest.raises(TunepathError, match="2 PCIe host bridges"):
+        pcie_node(["pcie@10000000", "pcie@20000000"])
 
 
 GRUB_CFG = """set default="0"
@@ -125,6 +137,11 @@ def test_the_arm_vm_s_inventory_declares_aarch64_and_its_state_keeps_the_archite
     inventory = load_inventory(tmp_path / "hosts.toml")
     assert inventory.arch == "aarch64" and inventory.emulated
     assert "Neoverse-N1" in inventory.label and "emulated" in inventory.label
+    (tmp_path / "hosts-self.toml").write_text(self_hosts_toml("tplab", key, known, 40009, "arm64"))
+    alone = load_inventory(tmp_path / "hosts-self.toml")      # the VM as its own client (wrk2 built on aarch64)
+    assert alone.arch == "aarch64" and alone.emulated and alone.same_machine
+    assert [(c.port, c.user) for c in alone.clients] == [(40009, alone.server.user)]
+    assert "its own client" in alone.label and alone.server.baseline_cpus == "0"
     save_state(tmp_path / "state.json", state)
     assert load_state(tmp_path / "state.json") == state
     raw = json.loads((tmp_path / "state.json").read_text())

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tunepath.errors import TunepathError
 from tunepath.lab import netns, users
-from tunepath.lab.inventory import baseline_cpus, hosts_toml
+from tunepath.lab.inventory import baseline_cpus, hosts_toml, self_hosts_toml
 from tunepath.lab.sshd import (HOST_KEY, free_port, keygen, known_hosts_text, port_free, forward_argv,
                                sshd_mark, start_forward, start_sshd, wait_banner, write_config)
 from tunepath.lab.state import ROLES, LabPaths, LabState, VmState, save_state
@@ -33,7 +33,7 @@ def lab_users(prefix: str) -> list[str]:
 
 def lab_files() -> list[str]:
     """The names ``up`` may create in the lab directory (``down`` removes nothing else)."""
-    return ["id_ed25519", "id_ed25519.pub", "known_hosts", "hosts.toml"] + [r.name for r in ROLES] + [VM_DIR]
+    return ["id_ed25519", "id_ed25519.pub", "known_hosts", "hosts.toml", "hosts-self.toml"] + [r.name for r in ROLES] + [VM_DIR]
 
 
 class _Log:
@@ -193,6 +193,9 @@ def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool
     _write(paths.hosts_file, hosts_toml(state.prefix, state.hosts, paths.key_file, paths.known_hosts,
                                         baseline_cpus(), state.vm.port if state.vm else None,
                                         state.vm.arch if state.vm else "amd64"), state, paths, log)
+    if state.vm is not None:
+        _write(paths.self_hosts_file, self_hosts_toml(state.prefix, paths.key_file, paths.known_hosts, state.vm.port,
+                                                      state.vm.arch), state, paths, log)
     for r in ROLES:
         wait_banner(state.host(r.name).port, f"{r.name}'s sshd")
     if state.vm is not None:

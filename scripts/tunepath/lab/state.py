@@ -107,6 +107,11 @@ class LabPaths:
         return self.directory / "hosts.toml"
 
     @property
+    def self_hosts_file(self) -> Path:
+        """The inventory with the VM as its own client (written with the VM only)."""
+        return self.directory / "hosts-self.toml"
+
+    @property
     def known_hosts(self) -> Path:
         return self.directory / "known_hosts"
 

@@ -34,6 +34,7 @@ from tunepath.errors import TunepathError
 from tunepath.lab.system import kill_pids, process_alive, process_matches, run
 from tunepath.lab.vmarch import arch
 from tunepath.lab.vmboot import LOADER_MARK, BootPlan
+from tunepath.lab.vmdtb import device_tree
 from tunepath.lab.vmimage import console_tail, need, qemu_path
 
 __all__ = ["VM_ADDRESS", "VM_MAC", "VM_USER", "SEED_LABEL", "VmSpec", "vm_name", "make_overlay", "copy_disk",
@@ -63,7 +64,7 @@ class VmSpec:
     node_mib: int = 2048        # memory of each of the two NUMA nodes
     queues: int = 4
     tap: str = "tap0"
-    nic_node: int = 1           # the NUMA node of the NIC's PCIe expander bridge
+    nic_node: int = 1           # the NUMA node of the NIC's PCIe expander bridge (x86) or host bridge (Arm)
     arch: str = "amd64"         # Debian's name: amd64 (q35, 2 CPUs) or arm64 (virt, Neoverse-N1, 4 CPUs)
 
     @property
@@ -86,6 +87,11 @@ class VmSpec:
     @property
     def boot_plan(self) -> Path:
         return self.run_dir / "boot.json"
+
+    @property
+    def device_tree(self) -> Path:
+        """The Arm VM's device tree, its PCIe host bridge on ``nic_node`` (:mod:`tunepath.lab.vmdtb`)."""
+        return self.run_dir / "virt.dtb"
 
     @property
     def loader_qmp(self) -> Path:
@@ -240,8 +246,8 @@ def qemu_argv(spec: VmSpec) -> list[str]:
         disk = ["-drive", f"file={qemu_path(spec.overlay)},format=qcow2,if=none,id=disk0"]
         console = ["-serial", f"file:{qemu_path(spec.console)}"]
         process = ["-pidfile", qemu_path(spec.pidfile), "-daemonize"]
-    if spec.host_boots:            # a device tree has no PCIe expander bridge: the NIC sits on the root bus
-        nic_bus = ["-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
+    if spec.host_boots:            # a device tree has no PCIe expander bridge: the host bridge gets the node
+        nic_bus = ["-dtb", qemu_path(spec.device_tree), "-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
     else:
         nic_bus = ["-device", f"pxb-pcie,id=pxb1,bus_nr=128,numa_node={spec.nic_node},bus=pcie.0",
                    "-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1"]
@@ -295,6 +301,7 @@ def start_vm(spec: VmSpec) -> int:
 
 def _start_supervised(spec: VmSpec) -> int:
     """The Arm VM: its boot supervisor started in the namespace (detached); its pid once QEMU runs."""
+    device_tree(_machine(spec), spec.device_tree, spec.nic_node)
     argv = qemu_argv(spec)
     BootPlan([need(argv[0]), *argv[1:]], str(spec.overlay), str(spec.run_dir), str(spec.loader_qmp),
              str(spec.console)).write(spec.boot_plan)

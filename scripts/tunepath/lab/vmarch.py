@@ -18,10 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tunepath.errors import TunepathError
+from tunepath.live.wrk2 import DEPENDENCIES as WRK2_DEPENDENCIES
 
 __all__ = ["Arch", "ARCHES", "arch"]
 
 INITRAMFS_MODULES = ("virtio_pci", "virtio_mmio", "virtio_blk", "virtio_net", "virtio_rng", "ext4")
+# The Arm guest can be its own client (the lab's hosts-self.toml): the set-up step builds wrk2 on it
+# from source, and the guest has no route to a package archive, so the image holds wrk2's build
+# dependencies (and git, whose get-tar-commit-id names the tarball's commit).
+ARM_CLIENT_PACKAGES = (*WRK2_DEPENDENCIES, "git")
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,7 @@ class Arch:
     debian: str                   # Debian's name: amd64, arm64
     uname: str                    # the kernel's: x86_64, aarch64
     qemu: str                     # the emulator's program
-    packages: tuple[str, ...]     # the kernel and the bootloader
+    packages: tuple[str, ...]     # the kernel, the bootloader, and what else this guest holds
     console: str                  # the serial console's device
     layout: str                   # how vmimage lays the disk out (part of the image's recipe)
     host_boots: bool              # whole-disk ext4 booted by the host from the guest's grub.cfg (vmboot)
@@ -47,7 +52,7 @@ ARCHES = {
                   layout="msdos:p1@1MiB:ext4:grub-i386-pc:1", host_boots=False,
                   bootloader_machine=("-cpu", "max", "-machine", "q35")),
     "arm64": Arch(debian="arm64", uname="aarch64", qemu="qemu-system-aarch64",
-                  packages=("linux-image-arm64", "grub2-common"),
+                  packages=("linux-image-arm64", "grub2-common", *ARM_CLIENT_PACKAGES),
                   console="ttyAMA0", layout="whole-disk:ext4:grub.cfg-read-by-the-host:1", host_boots=True,
                   bootloader_machine=("-cpu", "neoverse-n1", "-machine", "virt,gic-version=3"),
                   initramfs_modules=INITRAMFS_MODULES),

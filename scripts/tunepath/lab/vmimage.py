@@ -69,7 +69,8 @@ PACKAGES = (
 # program -> the Debian package that has it, for this machine (scripts/bootstrap --lab)
 VM_TOOLS = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86", "qemu-img": "qemu-utils",
             "mke2fs": "e2fsprogs", "ssh-keyscan": "openssh-client", "ip": "iproute2", "umount": "mount",
-            "qemu-system-aarch64": "qemu-system-arm", "arch-test": "arch-test", "debugfs": "e2fsprogs"}
+            "qemu-system-aarch64": "qemu-system-arm", "arch-test": "arch-test", "debugfs": "e2fsprogs",
+            "fdtget": "device-tree-compiler", "fdtput": "device-tree-compiler"}
 
 
 @dataclass(frozen=True)
