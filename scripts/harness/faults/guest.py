@@ -206,7 +206,8 @@ class Power:
     def repair(self) -> str:
         """As root: QEMU killed, a new overlay on the cached image (the image as built, without
         Tomcat: the harness installs it again), powered on."""
-        from tunepath.lab.vm import copy_disk, make_overlay, overlay_backing
+        from tunepath.lab.vm import overlay_backing
+        from tunepath.lab.vmhost import new_disk
 
         self.kill()
         spec = self.spec()
@@ -217,7 +218,7 @@ class Power:
             base = overlay_backing(spec.overlay)
         if base is None or not base.is_file():
             return "no image to repair the disk from"
-        (copy_disk if spec.host_boots else make_overlay)(base, spec.overlay)
+        new_disk(spec, base)
         seconds, error = self.power_on()
         return (f"a new disk from the cached image, booted in {seconds:.0f} s" if seconds is not None
                 else f"a new disk from the cached image, but the VM did not boot: {error}")

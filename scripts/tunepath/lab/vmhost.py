@@ -23,7 +23,7 @@ from tunepath.lab.state import PREFIX_LENGTH, SWITCH_ADDRESS, LabPaths, VmState
 from tunepath.lab.system import process_matches, stop_process
 from tunepath.project import project_dir
 
-__all__ = ["VM_DIR", "VM_DIR_FILES", "vm_namespace", "vm_spec", "up_vm", "wait_vm", "down_vm",
+__all__ = ["VM_DIR", "VM_DIR_FILES", "vm_namespace", "vm_spec", "new_disk", "up_vm", "wait_vm", "down_vm",
            "vm_status", "vm_known_host"]
 
 VM_DIR = "vm"                     # in the lab's directory
@@ -50,24 +50,28 @@ def _cache_root() -> Path:
     return project_dir() / ".cache"
 
 
+def new_disk(spec, base: Path) -> None:
+    """The VM's disk made anew from the cached image ``base``: a qcow2 overlay on it, or for the Arm
+    VM (whose host reads the disk's grub.cfg) a sparse raw copy of it."""
+    from tunepath.lab.vm import copy_disk, make_overlay
+
+    (copy_disk if spec.host_boots else make_overlay)(base, spec.overlay)
+
+
 def _disks(prefix: str, vm: VmState, paths: LabPaths, log: Callable[[str], None], save: Callable[[], None]) -> None:
     """The cached image (built when its recipe is new), the overlay on it, the seed disk."""
-    from tunepath.lab.vm import VM_ADDRESS, copy_disk, make_overlay, make_seed, overlay_backing
+    from tunepath.lab.vm import VM_ADDRESS, make_seed, overlay_backing
     from tunepath.lab.vmimage import default_recipe, ensure_image
 
     spec = vm_spec(prefix, paths, vm.arch)
     base = ensure_image(_cache_root(), log, default_recipe(vm.arch))
-    if spec.host_boots:
-        if not spec.overlay.is_file() or vm.image != str(base):
-            copy_disk(base, spec.overlay)
-            vm.image = str(base)
-            save()
-            log(f"made the VM's disk {spec.overlay}, a sparse copy of the image {base}")
-    elif overlay_backing(spec.overlay) != base.resolve() or vm.image != str(base):
-        make_overlay(base, spec.overlay)
+    current = spec.overlay.is_file() if spec.host_boots else overlay_backing(spec.overlay) == base.resolve()
+    if not current or vm.image != str(base):
+        new_disk(spec, base)
         vm.image = str(base)
         save()
-        log(f"made the VM's disk {spec.overlay} on the image {base}")
+        log(f"made the VM's disk {spec.overlay}, " + ("a sparse copy of" if spec.host_boots else "an overlay on")
+            + f" the image {base}")
     key = paths.directory / VM_DIR / HOST_KEY
     if keygen(key, f"{vm_namespace(prefix)}"):
         log(f"made the VM's host key {key}")
