@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.cli import main
 
 pytestmark = pytest.mark.fast
 
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 
 BAD_RUN = {
     "ci-target zero": (["--ci-target", "0"], "--ci-target 0"),

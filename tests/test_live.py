@@ -23,6 +23,7 @@ import pytest
 
 from conftest import ROOT, unavailable
 from sshd import SSHD, free_port, keygen, start_sshd
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.errors import TunepathError
 from tunepath.steps import REGISTRY
 from tunepath.live.hosts import HostKeyError, LocalHost, connect, load_inventory
@@ -33,7 +34,7 @@ from tunepath.steps import plan
 from tunepath.publish.sitedir import record_site_files
 
 pytestmark = pytest.mark.system
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 
 
 def _need_parts():
@@ -109,7 +110,7 @@ def test_live_run_over_ssh_records_measurements_and_facts(ssh_run):
     assert all(e["nofile"] and e["tomcat_cpu_s"] is not None for e in entries)
     facts = rec["hosts"]["server"]["facts"]
     assert set(FACT_KEYS) <= set(facts)
-    assert facts["tomcat_version"] == "11.0.10" and "version" in facts["java_version"]
+    assert facts["tomcat_version"] == TOMCAT_VERSION and "version" in facts["java_version"]
     assert rec["hosts"]["client"]["facts"]["load_generator"]["name"] in ("wrk", "wrk2")
     assert sorted(p.name for p in (run.path / "notebooks").glob("*.ipynb")) == ["01-setup.ipynb", "02-baseline.ipynb"]
     assert not list((run.path.parent / ".inprogress").glob("*")), "side files (context, mask, kernel log) left"

@@ -21,11 +21,12 @@ import pytest
 
 from conftest import LP_PATH, ROOT, unavailable
 from sshd import free_port
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.evidence.store import RunStore
 from tunepath.steps import REGISTRY
 
 pytestmark = pytest.mark.system
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 PAPERMILL = ROOT / ".venv" / "bin" / "papermill"
 NOTEBOOK = ROOT / "notebooks" / REGISTRY.get("baseline").notebook
 

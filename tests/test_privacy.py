@@ -18,6 +18,7 @@ import pytest
 from test_reader_commands import KNOWN_DRIFT
 
 from conftest import ROOT
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.errors import TunepathError
 from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles, rewrite_run
 from tunepath.evidence.store import RunStore
@@ -239,7 +240,7 @@ def test_rewrite_run_masks_everything_but_the_raw_outputs(tmp_path):
 
 
 # --- a real run (live) -------------------------------------------------------------------------
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 
 
 @pytest.mark.system

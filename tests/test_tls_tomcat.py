@@ -13,6 +13,7 @@ import pytest
 
 from conftest import ROOT, unavailable
 from sshd import free_port
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.live.hosts import LocalHost
 from tunepath.live.tomcat import Tomcat
 from tunepath.live.tomcatconf import TLS_DIR, TomcatConfig
@@ -22,7 +23,7 @@ from tunepath.steps import get_step
 from tunepath.steps.tls import certificate_command, handshake_command
 
 pytestmark = pytest.mark.system
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 
 
 def _java25() -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT, VENDOR as VENDORED, unavailable
 from sshd import free_port
+from tunepath.versions import TOMCAT_VERSION
 from tunepath.evidence.store import RunStore
 from tunepath.live.runner import run_path
 from tunepath.live.session import LiveOptions
@@ -24,7 +25,7 @@ from tunepath.versions import WRK2_COMMIT
 
 pytestmark = pytest.mark.system
 VENDOR = VENDORED / "wrk2-44a94c1.tar.gz"
-TARBALL = ROOT / ".cache" / "tomcat-11.0.10.tar.gz"
+TARBALL = ROOT / ".cache" / f"tomcat-{TOMCAT_VERSION}.tar.gz"
 
 
 @pytest.fixture(scope="module")

@@ -104,9 +104,20 @@ class Inventory:
             all((c.host, c.port) == (self.server.host, self.server.port) for c in self.clients)
 
 
+def runner_label(env=os.environ) -> str | None:
+    """What the hosts are when this machine is a runner GitHub hosts (GitHub Actions says so in
+    ``GITHUB_ACTIONS`` and ``RUNNER_ENVIRONMENT``): one more kind of host, never a lab or a
+    reader's server, so its runs are labeled as such. None elsewhere."""
+    if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") != "github-hosted":
+        return None
+    arch = {"ARM64": "Arm64", "X64": "x86-64"}.get(env.get("RUNNER_ARCH", ""), env.get("RUNNER_ARCH") or "unknown")
+    return (f"GitHub-hosted runner ({arch}, {env.get('ImageOS') or env.get('RUNNER_OS') or 'unknown image'}): "
+            "a virtual machine of the runner fleet, server and client on one runner; not a dedicated host")
+
+
 def local_inventory() -> Inventory:
     return Inventory(HostSpec("server", "local"), (HostSpec("client", "local"),),
-                     Path("~/.ssh/known_hosts").expanduser())
+                     Path("~/.ssh/known_hosts").expanduser(), label=runner_label())
 
 
 def _kind(value) -> str:

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from tunepath.errors import TunepathError
 from tunepath.model.shell import number, port
-from tunepath.versions import WRK2_REPO
+from tunepath.versions import TOMCAT_VERSION, WRK2_REPO
 
 __all__ = ["HostContext", "BENCH_PATH", "NIC_CHANNELS", "parse_cpu_list", "ports_for", "tls_port_for", "cpu_ranges", "brace_ranges", "cpu_runs",
            "is_loopback"]
@@ -57,8 +57,8 @@ def _check_type(key: str, value, default) -> None:
 class HostContext:
     """Everything a step's commands depend on, for one server/client pair."""
 
-    tomcat_home: str = "~/apache-tomcat-11.0.10"
-    tomcat_version: str = "11.0.10"
+    tomcat_home: str = f"~/apache-tomcat-{TOMCAT_VERSION}"
+    tomcat_version: str = TOMCAT_VERSION
     java_package: str = "openjdk-21-jdk"
     server_address: str = "${tomcat_ip}"
     port: int | str = 8080        # Tomcat's HTTP port (a reader's context: ${tomcat_port})

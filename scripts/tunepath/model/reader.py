@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from tunepath.model.context import HostContext
 from tunepath.model.shell import PLACEHOLDERS, PORT_PLACEHOLDER
+from tunepath.versions import TOMCAT_VERSION
 
 __all__ = ["Variable", "VARIABLES", "Binding", "reader_context", "path_context", "bindings", "bind", "used"]
 
@@ -46,7 +47,7 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("TOMCAT_HOME", "tomcat_home", "server",
              "the directory Tomcat is unpacked in (the set-up step unpacks it in your home directory)",
-             "~/apache-tomcat-11.0.10"),
+             f"~/apache-tomcat-{TOMCAT_VERSION}"),
     Variable("JAVA_HOME", "java_home", "server",
              "the JDK Tomcat runs on: the line below finds the default java's; give another JDK's directory to "
              "run Tomcat on that one (the JVM step writes it into bin/setenv.sh)",
