@@ -66,7 +66,7 @@ def test_the_arm_machine_is_a_neoverse_n1_with_an_smmu_and_two_numa_nodes_booted
                  "node,nodeid=0,cpus=0-1,memdev=mem0", "node,nodeid=1,cpus=2-3,memdev=mem1",
                  f"file={tmp_path}/disk.raw,format=raw", "mq=on,vectors=10,iommu_platform=on", "-no-reboot",
                  f"path={tmp_path}/qmp-boot.sock,server=on", f"path={tmp_path}/console.log,append=on",
-                 f"-dtb {tmp_path}/virt.dtb"):
+                 f"-dtb {tmp_path}/virt.dtb "):
         assert part in argv
     # no firmware and no kernel of its own: the boot supervisor adds the kernel grub.cfg names, per boot
     assert "-bios" not in argv and "-kernel" not in argv and "-daemonize" not in argv and "pxb-pcie" not in argv
@@ -171,3 +171,18 @@ def test_an_inventory_s_arch_is_checked_when_read_and_against_the_server_when_a_
     with pytest.raises(TunepathError, match="says the server is aarch64, but `uname -m` on lab-vm says x86_64"):
         check_arch(server, inventory)
     check_arch(SimpleNamespace(name="v", run=lambda *a, **k: SimpleNamespace(stdout="aarch64\n")), inventory)
+
+
+def test_lab_down_knows_every_file_either_vm_writes_in_its_directory(tmp_path):
+    """`lab down` removes only the names it knows (VM_DIR_FILES): a file the VM writes that is not
+    among them leaves the lab's directory behind with an error."""
+    from tunepath.lab.state import LabPaths
+    from tunepath.lab.vmhost import VM_DIR_FILES, vm_spec
+
+    for name in ("amd64", "arm64"):
+        spec = vm_spec("tplab", LabPaths(tmp_path), name)
+        written = [spec.overlay, spec.seed, spec.console, spec.qmp, spec.pidfile]
+        if spec.host_boots:
+            written += [spec.boot_plan, spec.loader_qmp, spec.device_tree, spec.run_dir / "vmboot.log",
+                        spec.run_dir / "vmlinuz", spec.run_dir / "initrd.img"]
+        assert {p.name for p in written} <= set(VM_DIR_FILES), name

@@ -58,7 +58,7 @@ def _need_vm_parts(arch: str = "amd64"):
 
     tools = ("ip", "socat", "sudo", "ssh-keygen", "mmdebstrap", "qemu-system-x86_64", "qemu-img", "ssh-keyscan")
     if arch == "arm64":
-        tools += ("qemu-system-aarch64", "qemu-aarch64-static", "arch-test", "debugfs")
+        tools += ("qemu-system-aarch64", "qemu-aarch64-static", "arch-test", "debugfs", "fdtget", "fdtput")
     missing = ([] if os.geteuid() == 0 else ["root"]) + [t for t in tools if not shutil.which(t)] \
         + ([] if Path("/dev/net/tun").exists() else ["/dev/net/tun"])
     if missing:

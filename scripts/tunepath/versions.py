@@ -5,8 +5,8 @@ without loading the live (SSH) machinery. :mod:`tunepath.live.tomcat` re-exports
 """
 
 TOMCAT_VERSION = "11.0.10"
-# SHA-512 of apache-tomcat-11.0.10.tar.gz as served by Maven Central
-# (org.apache.tomcat:tomcat:11.0.10:tar.gz), pinned at first download.
+# SHA-512 of each release's tarball as served by Maven Central (org.apache.tomcat:tomcat:<version>:tar.gz),
+# pinned at first download; .ci/tomcat-release adds the newest release and makes it TOMCAT_VERSION.
 TOMCAT_SHA512 = {
     "11.0.10": "404143be042016fcc8e2d9d960dafe39608899ad24c5f181bdade919100ba1d3206d55a79f20c8dc0c32905b1729f80354da94f7916af86c98ebe4b21cc9b4c2",
 }

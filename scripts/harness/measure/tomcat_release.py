@@ -2,8 +2,9 @@
 
 ``python -m harness.measure.tomcat_release`` asks Maven for the newest
 ``org.apache.tomcat:tomcat`` tarball in ``[11.0.0,11.1.0)`` (a version range in a throwaway POM,
-resolved from Maven's default repository, so no repository address is written here), fetches it,
-and computes its SHA-512. If it is newer than ``TOMCAT_VERSION``, it rewrites ``TOMCAT_VERSION``
+resolved from Maven's default repository, so no repository address is written here), fetches it
+(``--strict-checksums``: a download that does not match the repository's checksum fails), and
+computes its SHA-512. If it is newer than ``TOMCAT_VERSION``, it rewrites ``TOMCAT_VERSION``
 and adds the checksum to ``TOMCAT_SHA512``: the next run installs and measures that release.
 It prints one line, and under GitHub Actions writes ``changed``, ``version`` and ``previous`` to
 ``$GITHUB_OUTPUT`` for the workflow's pull request. Exit status 1 with one line on a failure.
@@ -65,7 +66,7 @@ def _mvn(args: list[str], cwd: Path) -> str:
     if mvn is None:
         raise TunepathError("Maven (mvn) is not on the PATH: install it (Debian: maven), then rerun")
     try:
-        done = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT)
+        done = subprocess.run([mvn, "-B", "-q", "--strict-checksums", *args], cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise TunepathError(f"`mvn {' '.join(args)}` did not finish within {MVN_TIMEOUT} s") from None
     if done.returncode != 0:

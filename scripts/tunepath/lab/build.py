@@ -193,7 +193,7 @@ def build(state: LabState, paths: LabPaths, say: Callable[[str], None], vm: bool
     _write(paths.hosts_file, hosts_toml(state.prefix, state.hosts, paths.key_file, paths.known_hosts,
                                         baseline_cpus(), state.vm.port if state.vm else None,
                                         state.vm.arch if state.vm else "amd64"), state, paths, log)
-    if state.vm is not None:
+    if state.vm is not None and state.vm.arch == "arm64":      # only its image holds wrk2's build dependencies
         _write(paths.self_hosts_file, self_hosts_toml(state.prefix, paths.key_file, paths.known_hosts, state.vm.port,
                                                       state.vm.arch), state, paths, log)
     for r in ROLES:

@@ -247,7 +247,7 @@ def qemu_argv(spec: VmSpec) -> list[str]:
         console = ["-serial", f"file:{qemu_path(spec.console)}"]
         process = ["-pidfile", qemu_path(spec.pidfile), "-daemonize"]
     if spec.host_boots:            # a device tree has no PCIe expander bridge: the host bridge gets the node
-        nic_bus = ["-dtb", qemu_path(spec.device_tree), "-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
+        nic_bus = ["-dtb", str(spec.device_tree), "-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"]
     else:
         nic_bus = ["-device", f"pxb-pcie,id=pxb1,bus_nr=128,numa_node={spec.nic_node},bus=pcie.0",
                    "-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1"]

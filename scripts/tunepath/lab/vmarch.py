@@ -18,15 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tunepath.errors import TunepathError
-from tunepath.live.wrk2 import DEPENDENCIES as WRK2_DEPENDENCIES
+from tunepath.live.wrk2 import packages as wrk2_packages
 
 __all__ = ["Arch", "ARCHES", "arch"]
 
 INITRAMFS_MODULES = ("virtio_pci", "virtio_mmio", "virtio_blk", "virtio_net", "virtio_rng", "ext4")
 # The Arm guest can be its own client (the lab's hosts-self.toml): the set-up step builds wrk2 on it
 # from source, and the guest has no route to a package archive, so the image holds wrk2's build
-# dependencies (and git, whose get-tar-commit-id names the tarball's commit).
-ARM_CLIENT_PACKAGES = (*WRK2_DEPENDENCIES, "git")
+# dependencies for the source a run uploads (a tarball: --wrk2-source).
+ARM_CLIENT_PACKAGES = wrk2_packages("tarball")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.lab.system import run
-from tunepath.lab.vmimage import need
+from tunepath.lab.vmimage import need, qemu_path
 
 __all__ = ["device_tree", "pcie_node"]
 
@@ -38,7 +38,7 @@ def device_tree(machine: list[str], path: Path, node: int) -> Path:
     with its PCIe host bridge on NUMA node ``node``."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        run([need(machine[0]), *machine[1:], "-machine", f"dumpdtb={tmp}", "-nodefaults", "-display", "none"],
+        run([need(machine[0]), *machine[1:], "-machine", f"dumpdtb={qemu_path(tmp)}", "-nodefaults", "-display", "none"],
             "asking QEMU for the Arm VM's device tree", timeout=DUMP_TIMEOUT)
         names = run([need("fdtget"), "-l", str(tmp), "/"], "listing the device tree's nodes").stdout.split()
         bridge = pcie_node(names)

@@ -30,7 +30,7 @@ VM_DIR = "vm"                     # in the lab's directory
 VM_DIR_FILES = ("overlay.qcow2", "seed.img", "console.log", "qmp.sock", "qemu.pid", HOST_KEY, f"{HOST_KEY}.pub",
                 "forward.log",
                 # the Arm VM (lab/vmboot.py): its own disk, and what its boot supervisor reads and writes
-                "disk.raw", "boot.json", "vmboot.log", "qmp-boot.sock", "vmlinuz", "initrd.img")
+                "disk.raw", "boot.json", "vmboot.log", "qmp-boot.sock", "vmlinuz", "initrd.img", "virt.dtb")
 
 
 def vm_namespace(prefix: str) -> str:

@@ -66,7 +66,9 @@ PACKAGES = (
     "openjdk-17-jre-headless", "apache2", "libapache2-mod-jk",
 )
 
-# program -> the Debian package that has it, for this machine (scripts/bootstrap --lab)
+# program -> the Debian package that has it, for this machine (scripts/bootstrap --lab, or --lab-arm64
+# for those the Arm VM alone needs)
+ARM64_PACKAGES = ("qemu-system-arm", "arch-test", "device-tree-compiler")
 VM_TOOLS = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86", "qemu-img": "qemu-utils",
             "mke2fs": "e2fsprogs", "ssh-keyscan": "openssh-client", "ip": "iproute2", "umount": "mount",
             "qemu-system-aarch64": "qemu-system-arm", "arch-test": "arch-test", "debugfs": "e2fsprogs",
@@ -112,7 +114,8 @@ def need(program: str) -> str:
     found = shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
     if not found:
         package = VM_TOOLS.get(program, program)
-        raise TunepathError(f"lab VM: {program} is missing: run scripts/bootstrap --lab "
+        option = "--lab-arm64" if package in ARM64_PACKAGES else "--lab"
+        raise TunepathError(f"lab VM: {program} is missing: run scripts/bootstrap {option} "
                             f"(or apt-get install {package})")
     return found
 

@@ -118,11 +118,13 @@ def _cpus_check(host: Host, block: Block, facts: dict) -> Preflight:
     if block.id == "move-cpus" and (facts.get("numa_nodes") or 1) < 2:
         return Preflight(False, f"the host has {facts.get('numa_nodes') or 1} NUMA node: no NIC-local "
                                 "node to move to")
-    node = (facts.get("nic") or {}).get("numa_node")
-    if block.id == "move-cpus" and not (isinstance(node, int) and node >= 0):
-        return Preflight(False, f"the NIC ({(facts.get('nic') or {}).get('name') or 'unknown'}) reports no NUMA node "
-                                "(its sysfs numa_node is -1 or missing): the firmware gave its PCI bus no node, so no "
-                                "node is nearer to it than another")
+    nic = facts.get("nic") or {}
+    if block.id == "move-cpus" and not (isinstance(nic.get("numa_node"), int) and nic["numa_node"] >= 0):
+        if not nic.get("name"):
+            return Preflight(False, "no network interface with a default route was found: no NIC to move next to")
+        return Preflight(False, f"the NIC ({nic['name']}) reports no NUMA node (its sysfs numa_node is -1 or "
+                                "missing): the firmware gave its PCI bus no node, so no node is nearer to it than "
+                                "another")
     cpus: set[int] = set()
     for words in re.findall(r"for no in ([^;]*);", block.text):
         for m in re.finditer(r"\{(\d+)\.\.(\d+)\}|(\d+)", words):

@@ -33,7 +33,7 @@ from tunepath.model.shell import check_text, quote
 from tunepath.versions import WRK2_COMMIT, WRK2_REPO
 
 __all__ = ["Wrk2Source", "Wrk2Build", "PATCH_FILE", "PATCH_REMOTE", "BINARY", "PROVENANCE", "DEPENDENCIES",
-           "blocks", "installed", "ensure", "patch_sha256"]
+           "blocks", "packages", "installed", "ensure", "patch_sha256"]
 
 PATCH_FILE = Path(__file__).with_name("wrk2-tunepath.patch")
 SRC_DIR = "~/.tunepath/src"
@@ -152,10 +152,15 @@ def _commit_line(source: Wrk2Source) -> str:
             "|| echo unknown)")
 
 
+def packages(kind: str) -> tuple[str, ...]:
+    """The Debian packages a client needs to build wrk2 from a source of ``kind``: git names the
+    commit of a tarball or a checkout (``get-tar-commit-id``); curl fetches a URL's tarball."""
+    return (*DEPENDENCIES, "curl" if kind == "url" else "git")
+
+
 def blocks(source: Wrk2Source) -> list[Block]:
     """The client's commands: dependencies, the patch, the build (what the set-up page shows)."""
-    deps = list(DEPENDENCIES) + (["git"] if source.kind != "url" else ["curl"])
-    names = " ".join(deps)
+    names = " ".join(packages(source.kind))
     patch = PATCH_FILE.read_text(encoding="utf-8").rstrip("\n")
     return [
         Block("wrk2-dependencies", "client", "wrk2's build dependencies (Debian): the distribution's LuaJIT 2.1, "
