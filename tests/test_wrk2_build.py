@@ -196,3 +196,24 @@ def test_a_broken_source_fails_the_build_in_words(client, tmp_path):
         tar.add(tree, arcname="bad")
     with pytest.raises(TunepathError, match=r"(?s)on local: building wrk2 from bad.tar.gz failed .*--wrk2-source"):
         ensure(host, Wrk2Source.parse(str(bad)), progress=lambda m: None)
+
+
+def test_a_client_with_no_load_generator_at_all_gets_wrk2_built_instead_of_a_refusal(monkeypatch):
+    """A fresh client (the Arm VM as its own client had neither wrk2 nor wrk): with a source to
+    build from, the run's start goes on to the build, which detects the tool again; without one,
+    it stops with the one-line reason."""
+    from tunepath.live import start
+    from tunepath.live.hosts import LocalHost
+    from tunepath.live.session import LiveOptions
+
+    def nothing(host):
+        raise TunepathError(f"on {host.name}: neither wrk2 nor wrk is installed")
+
+    monkeypatch.setattr(start, "detect", nothing)
+    # the facts script runs `java -version`: a JVM is the system tier's; what matters here is the tool
+    monkeypatch.setattr(start, "gather_facts", lambda host, tomcat, tool, role: ({"load_generator": tool}, {}))
+    tarball = str(ROOT / "tests" / "data" / "shared" / "vendor" / "wrk2-44a94c1.tar.gz")
+    found = start.gather(LocalHost(), LocalHost(), LiveOptions(wrk2_source=tarball))
+    assert found.tool is None and found.client_facts["load_generator"] == {"name": "wrk2", "version": None}
+    with pytest.raises(TunepathError, match="neither wrk2 nor wrk is installed"):
+        start.gather(LocalHost(), LocalHost(), LiveOptions())

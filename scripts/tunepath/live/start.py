@@ -36,7 +36,7 @@ class HostFacts:
 
     server_name: str
     client_name: str
-    tool: LoadTool
+    tool: LoadTool | None          # None until wrk2 is built, on a client that had no load generator
     facts: dict
     missing: dict
     client_facts: dict
@@ -49,7 +49,12 @@ def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
     """The server's and the first client's facts, the load generator, Tomcat's directory."""
     name = server.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip() or "server"
     client_name = client.run("hostname -s 2>/dev/null || hostname", timeout=15).stdout.strip()
-    tool = detect(client)
+    try:
+        tool = detect(client)
+    except TunepathError:
+        if options.wrk2 is None:       # nothing will be built: a client with no load generator cannot measure
+            raise
+        tool = None                    # build_wrk2 builds it and detects it again, before anything measures
     tomcat = Tomcat(server, expand_home(server, options.tomcat_home), port=options.http_port)
     facts, missing = gather_facts(server, tomcat.installed_version(), None, "server")
     if options.java_home:
@@ -58,7 +63,8 @@ def gather(server: Host, client: Host, options: LiveOptions) -> HostFacts:
             raise TunepathError(f"on {server.name}: no java in --java-home {options.java_home}")
         facts["java_version"] = java.stdout.strip() + f" (JAVA_HOME={options.java_home})"
         missing.pop("java_version", None)
-    cfacts, cmissing = gather_facts(client, None, {"name": tool.name, "version": tool.version}, "client")
+    generator = {"name": tool.name, "version": tool.version} if tool else {"name": "wrk2", "version": None}
+    cfacts, cmissing = gather_facts(client, None, generator, "client")
     return HostFacts(name, client_name, tool, facts, missing, cfacts, cmissing, tomcat.home, [])
 
 
