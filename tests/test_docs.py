@@ -33,7 +33,7 @@ TOP = (".ci", ".github", "scripts", "tests", "docs", "layouts", "content", "note
 LAYERS = tuple(sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()))
 # written by a build, a run or `tunepath lab up`, never committed
 GENERATED = ("static/charts", "static/notebooks", "runs/.inprogress", "tests/browser/node_modules")
-LAB_OUTPUT = {"lab/hosts.toml", "lab/known_hosts", "lab/state.json", "lab/id_ed25519"}
+LAB_OUTPUT = {"lab/hosts.toml", "lab/hosts-self.toml", "lab/known_hosts", "lab/state.json", "lab/id_ed25519"}
 EXTENSIONS = ("py", "md", "json", "toml", "sh", "html", "ipynb", "patch", "jmx", "lock", "css", "yml", "yaml",
               "png", "svg", "txt", "cfg")
 
