@@ -160,7 +160,7 @@ def _live_options(args):
     :mod:`tunepath.settings`); checked by ``run_path``/``restore_host`` (and ``--check-options``)
     before anything connects."""
     from tunepath.live.session import LiveOptions
-    from tunepath.settings import LIVE, resolve_paths
+    from tunepath.settings import resolve_paths
 
     given = {s.name: getattr(args, s.name) for s in LIVE if hasattr(args, s.name)}
     return LiveOptions(**resolve_paths(given))
@@ -173,6 +173,11 @@ def _cmd_run(args) -> int:
     steps = args.steps.split(",") if args.steps is not None else None
     runs_dir = Path(args.runs_dir) if args.runs_dir else None
     site_dir = Path(args.site_dir) if args.site_dir else None
+    if args.matrix:
+        from tunepath.live.matrix import matrix_command
+
+        given = {s.name for s in LIVE if hasattr(args, s.name)}
+        return matrix_command(options, given, args.matrix, steps, runs_dir, site_dir, not args.no_build, args.check_options)
     if args.check_options:             # scripts/run: before it installs anything
         chosen = check_run(options, steps, runs_dir, site_dir)
         print(f"options are valid: steps {', '.join(s.name for s in chosen)}; profile {options.profile}")
@@ -249,6 +254,9 @@ def _add_run(sub) -> None:
     sp.add_argument("--runs-dir", default=None, help=by_name("runs_dir").cli_help())
     sp.add_argument("--site-dir", default=None, help="where the site is rebuilt (default: the project)")
     sp.add_argument("--no-build", action="store_true", help="record the run only")
+    sp.add_argument("--matrix", nargs="+", metavar="AXIS=V1,V2", default=None,
+                    help="one run per combination: tomcat=11.0.A,11.0.B (pinned releases, fetched with Maven) and/or "
+                         "java=17,21,25 (pinned JDKs, installed on the server); a failed cell is named, the rest run")
     sp.add_argument("--check-options", action="store_true",
                     help="only check the options (and load the inventory); connect to nothing, write nothing")
     sp.set_defaults(func=_cmd_run)

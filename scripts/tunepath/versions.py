@@ -6,9 +6,12 @@ without loading the live (SSH) machinery. :mod:`tunepath.live.tomcat` re-exports
 
 TOMCAT_VERSION = "11.0.10"
 # SHA-512 of each release's tarball as served by Maven Central (org.apache.tomcat:tomcat:<version>:tar.gz),
-# pinned at first download; .ci/tomcat-release adds the newest release and makes it TOMCAT_VERSION.
+# pinned at first download; .ci/tomcat-release adds the newest release and makes it TOMCAT_VERSION. The
+# other releases are those `tunepath run --matrix tomcat=…` may install (tunepath/live/tomcatfetch.py).
 TOMCAT_SHA512 = {
     "11.0.10": "404143be042016fcc8e2d9d960dafe39608899ad24c5f181bdade919100ba1d3206d55a79f20c8dc0c32905b1729f80354da94f7916af86c98ebe4b21cc9b4c2",
+    "11.0.15": "876beac5138cf8277f30fe8f6b519fcdd0bfe3d8ca3d20f734cab0f83e9b2e83de9395ee71052c2604f29f700d9646eddaeec72da5807a2d7edea3936096c742",
+    "11.0.24": "a2fb1bd511735bd3d135b87f628d2b1f71a43aed7c4d7511e770092e571bad6d5ad9e97a580852119770477fd86d7ed156d83d3cee2854bce260725ce48934d0",
 }
 
 # wrk2 (github.com/giltene/wrk2): the commit the path builds, the newest upstream (2019-09-23).

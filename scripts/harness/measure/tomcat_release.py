@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.live.tomcatfetch import mvn, version_key
 
 __all__ = ["newest", "pin", "version_key", "main"]
 
@@ -36,14 +35,6 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependencies>
 </project>
 """
-MVN_TIMEOUT = 600
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """``11.0.24`` → (11, 0, 24), so that 11.0.10 sorts after 11.0.9."""
-    if not re.fullmatch(r"\d+(\.\d+){2}", version):
-        raise TunepathError(f"Tomcat version {version!r} is not of the form 11.0.N")
-    return tuple(int(p) for p in version.split("."))
 
 
 def pin(text: str, version: str, sha512: str) -> str:
@@ -61,29 +52,15 @@ def pin(text: str, version: str, sha512: str) -> str:
     return text[:table.start(1)] + body + text[table.end(1):]
 
 
-def _mvn(args: list[str], cwd: Path) -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise TunepathError("Maven (mvn) is not on the PATH: install it (Debian: maven), then rerun")
-    try:
-        done = subprocess.run([mvn, "-B", "-q", "--strict-checksums", *args], cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise TunepathError(f"`mvn {' '.join(args)}` did not finish within {MVN_TIMEOUT} s") from None
-    if done.returncode != 0:
-        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
-        raise TunepathError(f"`mvn {' '.join(args)}` exited with status {done.returncode}: {tail}")
-    return done.stdout
-
-
 def newest(work: Path) -> tuple[str, Path]:
     """The newest Tomcat 11 release Maven resolves, and its tarball (fetched into ``work``)."""
     (work / "pom.xml").write_text(POM.format(range=RANGE))
-    _mvn(["dependency:list", f"-DoutputFile={work / 'list.txt'}"], work)
+    mvn(["dependency:list", f"-DoutputFile={work / 'list.txt'}"], work)
     found = re.findall(r"org\.apache\.tomcat:tomcat:tar\.gz:(\S+?):", (work / "list.txt").read_text())
     if len(found) != 1:
         raise TunepathError(f"Maven resolved {len(found)} Tomcat versions in {RANGE}, not one")
     version = found[0]
-    _mvn(["dependency:copy", f"-Dartifact=org.apache.tomcat:tomcat:{version}:tar.gz", f"-DoutputDirectory={work}"],
+    mvn(["dependency:copy", f"-Dartifact=org.apache.tomcat:tomcat:{version}:tar.gz", f"-DoutputDirectory={work}"],
          work)
     return version, work / f"tomcat-{version}.tar.gz"
 

@@ -23,7 +23,7 @@ from tunepath.live.restore import release_hugepages as release_pool, restore_hos
 from tunepath.live.held import HeldInterrupts
 from tunepath.live.httpd import Httpd
 from tunepath.live.session import Session, expand_home, progress, side_file, write_private
-from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION, Tomcat, java_binary, java_major as parse_java_major
+from tunepath.live.tomcat import TOMCAT_SHA512, Tomcat, java_binary, java_major as parse_java_major
 from tunepath.model.shell import quote
 
 __all__ = ["step_guard", "load_pidfile", "cleanup", "run_block", "disruptive", "verify", "java_major",
@@ -313,7 +313,20 @@ def _install_tomcat(session: Session, step: str) -> None:
     if not (opts.tomcat_tarball or opts.tomcat_url):
         raise TunepathError(f"on {session.server.name}: Tomcat is not installed at {session.tomcat.home}: run "
                             "the setup step first, or give --tomcat-tarball / --tomcat-url")
-    tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
-    version = session.tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
+    version = install_tomcat(session)
     session.recorder.block(step, "install-tomcat", "server", "(the setup step's install-tomcat block)", "ran",
                            how="Tomcat was missing: installed before the step", version=version)
+
+
+def install_tomcat(session: Session) -> str:
+    """Install the run's Tomcat release (``--tomcat-version``) from its tarball or URL, its SHA-512
+    checked against the pin; record its version among the server's facts. Returns the version."""
+    opts = session.options
+    tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
+    progress(f"installing Tomcat {opts.tomcat_version} into {session.tomcat.home}")
+    version = session.tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[opts.tomcat_version])
+    hosts = session.recorder.record["hosts"]["server"]
+    hosts["facts"]["tomcat_version"] = version
+    hosts["facts_missing"].pop("tomcat_version", None)
+    session.recorder.save()
+    return version

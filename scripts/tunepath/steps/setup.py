@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tunepath.live.actions import cleanup, verify
+from tunepath.live.actions import cleanup, install_tomcat, verify
 from tunepath.live.measure import measure
-from tunepath.live.session import progress
 from tunepath.live.wrk2 import Wrk2Source, blocks as wrk2_blocks
-from tunepath.live.tomcat import TOMCAT_SHA512, TOMCAT_VERSION
 from tunepath.live.tomcatconf import TomcatConfig
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
@@ -68,16 +66,10 @@ class Setup(Step):
         blocks = {b.id: b for b in self.plan(session.ctx)}
         rec.block(self.name, "install-jdk", "server", blocks["install-jdk"].text, "skipped",
                   reason=f"a JDK is present: {tomcat.check_java()}")
-        tarball = Path(opts.tomcat_tarball).expanduser() if opts.tomcat_tarball else None
-        progress(f"setup: installing Tomcat {TOMCAT_VERSION} into {tomcat.home}")
-        version = tomcat.install(tarball, opts.tomcat_url, TOMCAT_SHA512[TOMCAT_VERSION])
+        version = install_tomcat(session)
         rec.block(self.name, "install-tomcat", "server", blocks["install-tomcat"].text, "ran",
-                  how=("uploaded " + tarball.name + " through Fabric, SHA-512 verified") if tarball
-                  else "fetched on the server, SHA-512 verified", version=version)
-        hosts = rec.record["hosts"]["server"]
-        hosts["facts"]["tomcat_version"] = version
-        hosts["facts_missing"].pop("tomcat_version", None)
-        rec.save()
+                  how=("uploaded " + Path(opts.tomcat_tarball).name + " through Fabric, SHA-512 verified")
+                  if opts.tomcat_tarball else "fetched on the server, SHA-512 verified", version=version)
         if not session.inventory.same_machine:
             tomcat.open_examples()
             rec.block(self.name, "open-examples", "server", blocks["open-examples"].text, "ran")

