@@ -175,7 +175,8 @@ def stubbed_installers(tmp_path):
     if not (ROOT / ".venv" / "bin" / "tunepath").exists():
         pytest.skip("needs the project's .venv (scripts/bootstrap)")
     stamp = ROOT / ".venv" / ".tunepath-installed"
-    lock_sum = hashlib.sha256((ROOT / "requirements.lock").read_bytes() + (ROOT / "pyproject.toml").read_bytes())
+    lock_sum = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in
+                                       ("requirements.lock", "requirements-nodeps.lock", "pyproject.toml")))
     if not stamp.is_file() or stamp.read_text().strip() != lock_sum.hexdigest():
         pytest.skip(".venv is not up to date with requirements.lock/pyproject.toml (run scripts/bootstrap)")
     bin_dir, marks = tmp_path / "bin", tmp_path / "marks"

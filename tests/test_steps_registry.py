@@ -173,7 +173,7 @@ def test_a_toy_step_is_one_module_one_order_line_and_one_page(tmp_path):
     proxy, last = REGISTRY.get("proxy").number, len(REGISTRY)     # the toy comes after the proxy
     toy = f"{proxy + 1:02d}-keepalive"
     assert f"wrote {toy}.ipynb" in notebooks.stdout
-    assert f"removed {last:02d}-summary.ipynb (no step owns it)" in notebooks.stdout
+    assert f"removed {last:02d}-{REGISTRY.steps[-1].name}.ipynb (no step owns it)" in notebooks.stdout
     build = subprocess.run([*cli, "build", "--no-cache"], cwd=project, env=env, capture_output=True, text=True)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     html = (project / "public" / LP_PATH / "keepalive" / "index.html").read_text()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
+from tunepath.parse.java import java_major  # re-exported: the run reads the server's
 from tunepath.live.tomcatconf import TLS_DIR, TomcatConfig, render_server_xml, setenv_command
 from tunepath.model.shell import path as shell_path, port as shell_port, quote
 from tunepath.versions import TOMCAT_SHA512, TOMCAT_VERSION  # pinned there, re-exported here
@@ -38,15 +39,6 @@ def sha512_of(path: Path) -> str:
 def java_binary(java_home: str | None) -> str:
     """``java`` of the JDK at ``java_home``, quoted for a command; the one on the PATH without one."""
     return shell_path(java_home, "bin/java", what="java_home") if java_home else "java"
-
-
-def java_major(version_output: str) -> int | None:
-    """``openjdk version "17.0.15" …`` → 17; ``"1.8.0_392"`` → 8."""
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
-    if not m:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major
 
 
 class Tomcat:

@@ -102,6 +102,10 @@ def micros_interval(low, high, lvl=None) -> str:
     return "" if _missing(low) or _missing(high) else _ci(_range(f"{low:,.1f}", f"{high:,.1f} µs"), lvl)
 
 
+def latency_interval(low, high, lvl=None) -> str:
+    return _ci(_range(latency(low), latency(high)), lvl)
+
+
 def ratio_interval(low, high, lvl=None) -> str:
     """``95 % CI 0.982× – 1.104×`` (three decimals: an interval just off 1× stays visible)."""
     return "" if _missing(low) or _missing(high) else _ci(_range(f"{low:.3f}×", f"{high:.3f}×"), lvl)

@@ -23,7 +23,7 @@ __all__ = ["ORDER", "Registry", "REGISTRY", "STEPS", "get_step", "Step", "load",
            "plan", "variant_config", "step_variants"]
 
 ORDER = ("setup", "baseline", "nic_queues", "numa", "iommu", "connectors", "connector_limits", "kernel_net", "tls", "jvm", "gc", "jit", "jdk", "load_generators", "proxy",
-         "thread_sweep", "rate_sweep", "compare", "summary")
+         "thread_sweep", "rate_sweep", "compare", "summary", "history")
 
 
 class Registry:

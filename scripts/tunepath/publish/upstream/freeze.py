@@ -154,7 +154,8 @@ class Freezer:
                   "sweep": self._sweep, "jvm-modes": self._modes, "facts-table": self._facts_table,
                   "historical": self._historical,
                   "summary": self._summary, "compare": self._compare, "variables": self._variables,
-                  "sweep-commands": self._sweep_commands, "changes": self._changes}
+                  "sweep-commands": self._sweep_commands, "changes": self._changes,
+                  "history": self._history, "history-method": self._history_method}
         if name not in simple:
             raise TunepathError(f"{where}: no plain-Markdown rendering for shortcode {name!r} "
                                 "(add one in tunepath/publish/upstream/freeze.py)")
@@ -340,6 +341,27 @@ class Freezer:
         rest = ("\n\nThe other pairs of recorded runs (shown in full on the tunepath site and by "
                 "`tunepath compare RUN_A RUN_B`):\n\n" + "\n".join(others)) if others else ""
         return chart + tables.compare_pair(pair, self.titles) + rest
+
+
+    def _history(self, a, out, where) -> str:
+        """The change points of each Arm host kind (Arm's repository: Arm servers' figures only)."""
+        kinds = [k for k in self.step("history", where).get("kinds") or () if k.get("arm")]
+        if not kinds:
+            raise NoArmRun(f"{where}: no two runs of one Arm host kind")
+        parts = []
+        for k in kinds:
+            chart = [self.image(k["chart"], out, where)] if k.get("chart") else []
+            parts.append("\n\n".join([f"### {text(k['kind'])}", tables.history_changes(k), *chart]))
+        return "\n\n".join(parts)
+
+    def _history_method(self, a, out, where) -> str:
+        d = self.step("history", where)
+        f, m = d["false_alarms"], d["method"]
+        if not f["series"]:
+            return "No series had enough runs to measure the false-alarm rate."
+        return (f"Change points are kept at p < {text(m['max_pvalue'])}. With the values of each of the "
+                f"{text(f['series'])} searched series shuffled {text(m['shuffles'])} times, {text(f['alarms'])} "
+                f"still showed a change point: a false-alarm rate of {text(f['rate'])} per series.")
 
 
 def _pair(p: dict) -> str:

@@ -254,6 +254,18 @@ def changes(rows: list[dict]) -> str:
                   for r in rows])
 
 
+def history_changes(kind: dict) -> str:
+    """One host kind's change points (data/steps/history.json → kinds), as the site's table shows them."""
+    if not kind["changes"]:
+        return f"No change point between two runs of {text(kind['kind'])}."
+    return table(["Configuration", "Figure", "Between", "Before · after", "Change"],
+                 [[f"[{text(c['step_title'])}](../{c['page']}/): {text(c['variant_label'])}",
+                   f"{text(c['figure'])} ({text(c['fixed'])})",
+                   f"{text(c['what'])} ({code(c['before']['run_id'])} → {code(c['after']['run_id'])})",
+                   f"{text(c['before']['value'])} · {text(c['after']['value'])}",
+                   f"{text(c['change'])} ({text(c['pvalue'])})"] for c in kind["changes"]])
+
+
 def answer(a: dict | None) -> str:
     """The answer a step page opens with (data/steps/<step>.json → answer), as Markdown."""
     if not a:

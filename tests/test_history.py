@@ -1,0 +1,97 @@
+"""The history across runs (analysis/history.py, publish/historydoc.py): series never mix host kinds
+or emulated servers, change points fall between two runs and come from Apache Otava, the false-alarm
+rate is measured on shuffled values, and the page's data binds each median to its run.
+
+The recorded runs include superseded ones: the pages leave them out, but five of them are runs of
+one lab host kind across dates, which is what a history is made of."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from tunepath.analysis import history as H
+from tunepath.analysis.frames import measurements_frame
+from tunepath.analysis.pairing import host_kind
+from tunepath.evidence.store import RunStore
+from tunepath.publish.historychart import history_chart, shown
+from tunepath.publish.historydoc import charted, history_document
+from tunepath.steps import REGISTRY
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    runs = RunStore(ROOT / "runs").load_all()
+    rows = measurements_frame(runs, REGISTRY)
+    return runs, rows, H.history(runs, rows, skip_steps=frozenset({"setup"}), shuffles=5)
+
+
+def _point(run_id, values, tomcat="11.0.10", java=21, date="2026-12-01"):
+    return H.Point(run_id, date, tomcat, java, tuple(values), sorted(values)[len(values) // 2], None, None, None)
+
+
+def test_a_series_is_one_host_kind_without_emulated_servers_in_version_then_date_order(recorded):
+    runs, _, h = recorded
+    by_id = {r.run_id: r for r in runs}
+    assert h.series and h.kinds == ("AMD EPYC, 2 CPUs",)          # the lab's; the emulated VMs are left out
+    for s in h.series:
+        kinds = {str(host_kind(by_id[p.run_id])) for p in s.points}
+        assert kinds == {s.kind} and not any(by_id[p.run_id].emulated for p in s.points)
+        assert s.step != "setup" and len(s.points) >= 2
+        key = [((p.tomcat, p.java) if s.axis == "tomcat" else (p.java,), p.date) for p in s.points]
+        assert [k[1] for k in key] == sorted(k[1] for k in key) or s.axis == "java"
+    java = [s for s in h.series if s.axis == "java"]
+    assert java and all(len({p.java for p in s.points}) >= 2 for s in java)     # only where Java varies
+
+
+def test_requests_per_second_is_followed_only_where_the_rate_was_not_just_the_offered_one(recorded):
+    _, rows, h = recorded
+    for s in (s for s in h.series if s.figure.key == "rps"):
+        for p in s.points:
+            row = rows[(rows.run_id == p.run_id) & (rows.step == s.step) & (rows.variant == s.variant)].iloc[0]
+            assert not (row.offered_rate and row.requests_per_sec >= 0.95 * row.offered_rate), (s.id, p.run_id)
+
+
+def test_change_points_fall_between_two_runs_below_the_threshold(recorded):
+    _, _, h = recorded
+    assert h.changes
+    for s, c in h.changes:
+        ids = [p.run_id for p in s.points]
+        assert ids.index(c.after.run_id) == ids.index(c.before.run_id) + 1
+        assert c.pvalue < H.MAX_PVALUE and s.searched and len(s.points) >= H.MIN_RUNS
+    assert h.false_alarms.series == sum(s.searched for s in h.series) and h.false_alarms.shuffles == 5
+
+
+def test_otava_finds_a_shift_between_runs_and_none_in_steady_values():
+    steady = [_point(f"r{i}", [100 + d for d in (-1, 0, 1, 0.5)]) for i in range(4)]
+    assert H._changes(steady) == []
+    shifted = steady[:2] + [_point(f"s{i}", [130 + d for d in (-1, 0, 1, 0.5)], tomcat="11.0.24") for i in range(2)]
+    [change] = H._changes(shifted)
+    assert (change.before.run_id, change.after.run_id) == ("r1", "s0") and 28 < change.change_pct < 32
+    assert change.what("tomcat") == "Tomcat 11.0.10 → 11.0.24" and change.pvalue < 0.001
+
+
+def test_the_same_runs_give_the_same_history(recorded):
+    runs, rows, h = recorded
+    again = H.history(runs, rows, skip_steps=frozenset({"setup"}), shuffles=5)
+    assert again.false_alarms == h.false_alarms and [s.changes for s in again.series] == [s.changes for s in h.series]
+
+
+def test_the_page_data_binds_each_median_to_its_run_and_the_chart_says_where_the_changes_are(recorded, tmp_path):
+    runs, _, h = recorded
+    series = charted(h, ("baseline", "stock"))
+    [(kind, s)] = series.items()
+    assert (s.step, s.variant, s.figure.key) == ("baseline", "stock", "cpu")
+    chart = history_chart(s, "title", tmp_path, "history-1")
+    assert (tmp_path / chart.src).is_file() and (tmp_path / chart.narrow_src).is_file()
+    assert "Change points:" in chart.alt and shown("cpu", s.points[0].median) in chart.alt
+    doc = history_document(h, REGISTRY.get("history"), REGISTRY, runs, {kind: chart.to_dict()}, {})
+    [k] = doc["kinds"]
+    assert k["chart"]["src"] == chart.src and not k["arm"] and k["runs"] >= 5
+    for c in k["changes"]:
+        for side in (c["before"], c["after"]):
+            assert side["field"] in ("server_cpu_per_req", "latency_p99", "requests_per_sec")
+            assert side["step"] == c["step"] and side["variant"] == c["variant"] and side["value"]
+    assert doc["false_alarms"]["shuffled"] == h.false_alarms.series * 5
