@@ -95,3 +95,38 @@ def test_the_page_data_binds_each_median_to_its_run_and_the_chart_says_where_the
             assert side["field"] in ("server_cpu_per_req", "latency_p99", "requests_per_sec")
             assert side["step"] == c["step"] and side["variant"] == c["variant"] and side["value"]
     assert doc["false_alarms"]["shuffled"] == h.false_alarms.series * 5
+
+
+def test_a_github_runners_runs_are_a_host_kind_of_their_own_and_reach_the_export(tmp_path):
+    """Issue 33, item 5: runs on GitHub's Arm runners (labelled by runner_label, their CPU model in
+    the facts) are one more host kind: never in a lab series, and the export's history keeps them."""
+    import json
+    import shutil
+
+    from tunepath.live.inventory import runner_label
+    from tunepath.publish.upstream.tables import history_changes
+
+    label = runner_label({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "github-hosted", "RUNNER_ARCH": "ARM64",
+                          "ImageOS": "ubuntu24"})
+    lab = ["live-20261124-021310-vm", "live-20261124-051513-vm", "live-20261124-081847-vm"]
+    for i, name in enumerate(lab + lab):
+        dest = tmp_path / (name if i < len(lab) else name.replace("-vm", "-runner"))
+        shutil.copytree(ROOT / "runs" / name, dest)
+        record = json.loads((dest / "run.json").read_text())
+        record.pop("superseded_by", None)
+        if i >= len(lab):                                     # the same measurements, on an Arm runner
+            record["run_id"] = dest.name
+            record["label"] = f"runner, live run (quick profile); {label}"
+            record["hosts"]["server"]["facts"].update(cpu_model="Neoverse-N2", cpus=4)
+        (dest / "run.json").write_text(json.dumps(record))
+    runs = RunStore(tmp_path).load_all()
+    h = H.history(runs, measurements_frame(runs, REGISTRY), skip_steps=frozenset({"setup"}), shuffles=2)
+    assert set(h.kinds) == {"AMD EPYC, 2 CPUs", "Neoverse-N2, 4 CPUs"}
+    for s in h.series:
+        assert {p.run_id.endswith("-runner") for p in s.points} == {s.kind.startswith("Neoverse")}
+    doc = history_document(h, REGISTRY.get("history"), REGISTRY, runs, {}, {})
+    runner = next(k for k in doc["kinds"] if k["kind"].startswith("Neoverse"))
+    assert runner["arm"] and any("GitHub-hosted runner (Arm64" in x for x in runner["labels"])
+    assert not next(k for k in doc["kinds"] if k["kind"].startswith("AMD"))["arm"]
+    shown_ = history_changes(runner)                          # what the export writes for that kind
+    assert shown_.startswith("| Configuration |") or shown_.startswith("No change point")
