@@ -247,6 +247,8 @@ def test_walk_learning_path(page, site_url):
         if sb:
             report.setdefault(label, []).extend(sb)
         charts_per_page[label] = page.locator("figure.chart img").count()
+        if page.locator("p.history-none").count():     # no configuration has two runs of one host kind yet
+            charts_per_page[label] = -1
         check_page(label)
         nxt = follow(page, "a.nav-next[rel=next]")
         if nxt is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -27,15 +28,36 @@ pytestmark = pytest.mark.system
 KINDS = ("sigint-pgrp", "sigint-runner", "sigkill", "sshd", "link")
 
 
+def _harness(args: list[str], limit_s: float, prefix: str, lab_dir: Path) -> subprocess.CompletedProcess:
+    """The harness in a session of its own. Past ``limit_s`` it gets a Ctrl-C (its own clean-up takes
+    its lab down), then a SIGKILL, and the lab is taken down here: a harness that overran must not
+    leave a VM or a lab running under the tests that follow (an emulated Arm VM takes both CPUs)."""
+    proc = subprocess.Popen([str(ROOT / ".venv" / "bin" / "python"), "-m", "harness.faults", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")}, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit_s)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        down = subprocess.run([str(ROOT / ".venv" / "bin" / "tunepath"), "lab", "down", "--dir", str(lab_dir),
+                               "--prefix", prefix], capture_output=True, text=True, timeout=300)
+        pytest.fail(f"the harness did not end within {limit_s:.0f} s; stopped, lab down (exit {down.returncode}). "
+                    f"Its last output:\n{out[-3000:]}\n{err[-2000:]}")
+
+
 def test_the_harness_leaves_no_host_modified(tmp_path):
     need_lab_parts(cpu_hotplug=False)           # the NIC-queue step changes no CPU
     out = tmp_path / "faults.json"
     cpus, hugepages = (Path(p).read_text() for p in ("/sys/devices/system/cpu/online", "/proc/sys/vm/nr_hugepages"))
-    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "harness.faults", "--trials", "1",
-                        "--kinds", ",".join(KINDS), "--steps", "nic-queues", "--delay-max", "6",
-                        "--prefix", f"tpf{os.getpid() % 1000}", "--dir", str(tmp_path / "lab"), "--out", str(out)],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    prefix = f"tpf{os.getpid() % 1000}"
+    r = _harness(["--trials", "1", "--kinds", ",".join(KINDS), "--steps", "nic-queues", "--delay-max", "6",
+                  "--prefix", prefix, "--dir", str(tmp_path / "lab"), "--out", str(out)], 600, prefix, tmp_path / "lab")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     data = json.loads(out.read_text())
     assert list(data) == ["date", "machine", "seed", "trials_per_kind", "kinds", "step_sets", "profile", "elapsed_s",
@@ -64,13 +86,15 @@ def test_a_power_cut_of_the_arm_vm_during_update_grub_leaves_it_bootable_and_res
     by one `tunepath restore` if the run could not). Every kind, 3 trials each: docs/faults.md."""
     from test_lab_vm import _need_vm_parts
 
+    from tunepath.lab.vmimage import default_recipe, ensure_image
+
     _need_vm_parts("arm64")
+    # the image first, outside the trial's time limit: on a new machine building it takes about 13 min
+    ensure_image(ROOT / ".cache", lambda line: None, default_recipe("arm64"))
     out = tmp_path / "faults-vm-arm64.json"
-    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "harness.faults", "--vm", "--arch", "arm64",
-                        "--trials", "1", "--kinds", "grub", "--seed", "11", "--prefix", f"tpaf{os.getpid() % 1000}",
-                        "--dir", str(tmp_path / "lab"), "--out", str(out)],
-                       capture_output=True, text=True, timeout=1800, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    prefix = f"tpaf{os.getpid() % 1000}"
+    r = _harness(["--vm", "--arch", "arm64", "--trials", "1", "--kinds", "grub", "--seed", "11", "--prefix", prefix,
+                  "--dir", str(tmp_path / "lab"), "--out", str(out)], 1800, prefix, tmp_path / "lab")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     trial = json.loads(out.read_text())["trials"][0]
     assert trial["kind"] == "grub" and trial["injected"], trial["note"]
