@@ -142,7 +142,7 @@ def _fake_start(tmp_path):
         write_private(mask_names_file(runs_dir, record["run_id"]), json.dumps({"names": {}, "homes": ["/root"]}))
         save_context(runs_dir, record["run_id"], HostContext())
         return RunRecorder(runs_dir, record), Inventory(HostSpec("server", "local"), (HostSpec("client", "local"),),
-                                                        tmp_path / "kh")
+                                                        tmp_path / "kh"), options
     return fake
 
 
