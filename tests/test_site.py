@@ -6,6 +6,7 @@ outputs in runs/, and commands against the step plans the notebooks execute.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -59,8 +60,19 @@ def _left_out(run, step: str, variant: str) -> set[int]:
     return {int(re.match(r"repetition (\d+):", why).group(1)) for why in precision.get("dropped_why") or []}
 
 
+_PARSED: dict = {}
+
+
 def _reps(run, step: str, variant: str) -> list:
-    """Each counted repetition of a configuration, parsed from its raw output(s) alone."""
+    """Each counted repetition of a configuration, parsed from its raw output(s) alone (once per
+    session: a page shows the same configuration in many figures)."""
+    key = (run.run_id, step, variant)
+    if key not in _PARSED:
+        _PARSED[key] = _parse_reps(run, step, variant)
+    return [dict(r) for r in _PARSED[key]]
+
+
+def _parse_reps(run, step: str, variant: str) -> list:
     out = []
     left_out = _left_out(run, step, variant)
     for m in run.measurements:
@@ -101,9 +113,14 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
+@functools.lru_cache(maxsize=None)
+def _load(run_id: str):
+    return STORE.load(run_id)
+
+
 def expected_display(run_id: str, step: str, variant: str, field: str) -> str:
     """What a figure must read, computed from the raw outputs alone (medians over repetitions)."""
-    run = STORE.load(run_id)
+    run = _load(run_id)
     reps = _reps(run, step, variant)
     assert reps, f"page shows {run_id}/{step}/{variant}, which the run did not record"
     med = lambda key, s=step, v=variant: _median([r[key] for r in _reps(run, s, v)])  # noqa: E731
