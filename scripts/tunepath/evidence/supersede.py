@@ -10,10 +10,9 @@ leaves out failed runs. A replay that names OLD (a notebook's ``run_ids`` parame
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
+from tunepath.evidence.amend import amend
 from tunepath.evidence.store import RunError, RunStore
 
 __all__ = ["supersede", "check_superseding"]
@@ -29,7 +28,7 @@ def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
     newer = store.load(by)
     if newer.info.status == "failed":
         raise RunError(f"run {by!r} failed: a failed run cannot replace {old!r} on the pages")
-    store.load(old)                                  # valid before it is touched
+    store.load(old)                                  # valid before anything is decided
     chain, at = [by], newer
     while at.info.superseded_by:                     # the newer run's own successors: never back to OLD
         nxt = at.info.superseded_by
@@ -42,18 +41,7 @@ def supersede(store: RunStore, old: str, by: str, why: str) -> Path:
             at = store.load(nxt)
         except RunError:
             break                                    # a successor not recorded: check_superseding says so
-    path = store.root / old / "run.json"
-    record = json.loads(path.read_text(encoding="utf-8"))
-    record["superseded_by"] = {"run": by, "why": why.strip()}
-    tmp = path.with_name("run.json.tmp")
-    try:
-        tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:                           # a full disk: no half-written run.json.tmp stays
-        tmp.unlink(missing_ok=True)
-        raise RunError(f"run {old!r}: writing {path} failed ({exc.strerror or exc}); it is unchanged") from None
-    store.load(old)                                  # and still valid after
-    return path
+    return amend(store, old, "superseded_by", {"run": by, "why": why.strip()})
 
 
 def check_superseding(runs, known: set[str]) -> None:

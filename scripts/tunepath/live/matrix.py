@@ -10,10 +10,16 @@ A cell that fails (a JDK with no build for the server's architecture, a Tomcat t
 is recorded as failed where it got that far, named in one line, and the next cell starts. A Ctrl-C
 stops the matrix: the cell's own run puts the hosts back first. The site is rebuilt once, at the end.
 Progress lines carry the cell (``TUNEPATH_PROGRESS``, which the step kernels inherit).
+
+Each recorded cell's ``run.json`` then gets ``matrix`` (:class:`tunepath.model.run.MatrixCell`:
+the matrix's id, the cell's place, its versions), once its facts are checked against the cell
+(:func:`mark_cell`). The pages read it: the history page is the matrix's, the summary names it
+in one line, and each step page's run heading names the cell.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 import time
@@ -21,10 +27,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tunepath.errors import TunepathError
+from tunepath.evidence.amend import amend
+from tunepath.evidence.store import RunStore
 from tunepath.live.session import PROGRESS_ENV, progress
 from tunepath.live.tomcatfetch import fetch
+from tunepath.model.run import MatrixCell
+from tunepath.parse.java import java_major
 
-__all__ = ["Cell", "CellOutcome", "parse_matrix", "check_matrix", "run_matrix"]
+__all__ = ["Cell", "CellOutcome", "parse_matrix", "check_matrix", "run_matrix", "mark_cell", "cell_mismatch"]
 
 AXES = ("tomcat", "java")
 
@@ -114,6 +124,7 @@ def run_matrix(options, cells: list[Cell], run_one, cache: Path, build=None) -> 
     a summary; returns each cell's outcome."""
     outcomes: list[CellOutcome] = []
     started, before = time.monotonic(), os.environ.get(PROGRESS_ENV)
+    matrix = f"matrix-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}"
     try:
         for i, cell in enumerate(cells, 1):
             os.environ[PROGRESS_ENV] = f"cell {i}/{len(cells)} {cell.label}"
@@ -123,7 +134,9 @@ def run_matrix(options, cells: list[Cell], run_one, cache: Path, build=None) -> 
             t0 = time.monotonic()
             try:
                 tarball = fetch(cell.tomcat, cache) if cell.tomcat is not None else None
-                run = Path(run_one(cell_options(options, cell, tarball))).name
+                path = Path(run_one(cell_options(options, cell, tarball)))
+                run = path.name
+                mark_cell(RunStore(path.parent), run, MatrixCell(matrix, i, len(cells), cell.tomcat, cell.java))
                 outcomes.append(CellOutcome(cell, run, None, time.monotonic() - t0))
                 progress(f"recorded {run} in {(time.monotonic() - t0) / 60:.1f} min")
             except TunepathError as exc:
@@ -139,6 +152,27 @@ def run_matrix(options, cells: list[Cell], run_one, cache: Path, build=None) -> 
     if build is not None and any(o.error is None for o in outcomes):
         build()
     return outcomes
+
+
+def cell_mismatch(cell: MatrixCell, server_facts: dict) -> str | None:
+    """Where a run's server facts (Tomcat's ``version.sh``, ``java -version``) disagree with the
+    cell it was recorded for, what they say; None where they agree."""
+    tomcat, java = server_facts.get("tomcat_version"), java_major(server_facts.get("java_version") or "")
+    if cell.tomcat is not None and tomcat != cell.tomcat:
+        return f"the server ran Tomcat {tomcat or '(version not recorded)'}, not {cell.tomcat}"
+    if cell.java is not None and java != cell.java:
+        return f"the server ran Java {java or '(version not recorded)'}, not {cell.java}"
+    return None
+
+
+def mark_cell(store: RunStore, run_id: str, cell: MatrixCell) -> Path:
+    """Write ``cell`` into the recorded run's ``run.json`` (``matrix``), after checking that the
+    run's facts name the cell's versions: a run that ran other versions is not its cell."""
+    wrong = cell_mismatch(cell, store.load(run_id).server.facts)
+    if wrong:
+        raise TunepathError(f"run {run_id} was recorded for the matrix cell {cell.words}, but {wrong}: it is "
+                            "kept, not marked as that cell; check the server's JAVA_HOME and Tomcat directory")
+    return amend(store, run_id, "matrix", cell.to_data())
 
 
 def summary(outcomes: list[CellOutcome]) -> str:

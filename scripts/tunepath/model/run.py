@@ -14,7 +14,7 @@ import re
 
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["HostRecord", "Note", "Skipped", "Repetitions", "ClientPart", "LiveFigures", "RunInfo"]
+__all__ = ["HostRecord", "Note", "Skipped", "Repetitions", "ClientPart", "LiveFigures", "MatrixCell", "RunInfo"]
 
 
 # CPU model names of Arm cores, as lscpu reports them or a reference run describes them
@@ -189,6 +189,35 @@ class LiveFigures:
 
 
 @dataclass(frozen=True)
+class MatrixCell:
+    """The version matrix a run was a cell of (``tunepath run --matrix``, which writes it into the
+    recorded run: :mod:`tunepath.live.matrix`): the matrix's id, this cell's place in it and the
+    versions the cell set (an axis the matrix did not vary is None)."""
+
+    matrix: str                    # "matrix-<when it started, UTC>": the cells of one matrix share it
+    index: int                     # 1-based
+    cells: int
+    tomcat: str | None = None
+    java: int | None = None
+
+    @property
+    def words(self) -> str:
+        """The cell as readers read it: "Tomcat 11.0.10, Java 17"."""
+        return ", ".join(f"{name} {value}" for name, value in (("Tomcat", self.tomcat), ("Java", self.java))
+                         if value is not None)
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> "MatrixCell | None":
+        if not data:
+            return None
+        return cls(data["id"], data["index"], data["cells"], data.get("tomcat"), data.get("java"))
+
+    def to_data(self) -> dict:
+        out = {"id": self.matrix, "index": self.index, "cells": self.cells}
+        return out | {k: v for k, v in (("tomcat", self.tomcat), ("java", self.java)) if v is not None}
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """A run's provenance: what it is, where it ran, what it says about itself."""
 
@@ -209,6 +238,7 @@ class RunInfo:
     repetitions: dict = field(default_factory=dict)      # step → Repetitions
     superseded_by: str | None = None     # a newer run that replaces this one on the pages
     superseded_why: str = ""
+    matrix: MatrixCell | None = None     # the version matrix this run was a cell of
 
     @classmethod
     def from_data(cls, data: dict) -> "RunInfo":
@@ -223,4 +253,5 @@ class RunInfo:
             skipped=tuple(Skipped.from_data(s) for s in data.get("skipped") or ()),
             repetitions={step: Repetitions.from_data(r) for step, r in (data.get("repetitions") or {}).items()},
             superseded_by=(data.get("superseded_by") or {}).get("run"),
-            superseded_why=(data.get("superseded_by") or {}).get("why", ""))
+            superseded_why=(data.get("superseded_by") or {}).get("why", ""),
+            matrix=MatrixCell.from_data(data.get("matrix")))

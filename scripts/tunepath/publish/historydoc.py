@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from tunepath.analysis.history import MAX_PVALUE, MIN_RUNS, History, Series
 from tunepath.publish import formatting as fmt
+from tunepath.publish.display import clean
 from tunepath.publish.historychart import shown
 
-__all__ = ["history_document", "FIELDS", "charted"]
+__all__ = ["history_document", "FIELDS", "charted", "matrix_entries"]
 
 FIELDS = {"cpu": "server_cpu_per_req", "p99": "latency_p99", "rps": "requests_per_sec"}   # the pages' field names
 
@@ -86,3 +87,25 @@ def history_document(h: History, step, registry, runs, charts: dict, notebook: d
 def _label(step, variant: str, by_id: dict, points) -> str:
     run = by_id.get(points[-1].run_id)
     return step.label(variant, run.context) if run is not None else variant
+
+
+def matrix_entries(runs: list, history_page: str) -> list[dict]:
+    """Each version matrix among ``runs`` in a line's worth: its server, how many of its cells were
+    recorded, the versions they set, and the page that follows them (``history_page``)."""
+    by_matrix: dict[str, list] = {}
+    for run in runs:
+        if run.info.matrix is not None:
+            by_matrix.setdefault(run.info.matrix.matrix, []).append(run)
+    out = []
+    for matrix, cells in sorted(by_matrix.items()):
+        cells.sort(key=lambda r: r.info.matrix.index)
+        first = cells[0]
+        axes = [(name, list(dict.fromkeys(str(v) for v in (getattr(r.info.matrix, attr) for r in cells) if v is not None)))
+                for name, attr in (("Tomcat", "tomcat"), ("Java", "java"))]
+        out.append(clean({
+            "id": matrix, "server": first.server.name, "label": first.info.label, "date": first.info.date,
+            "recorded": len(cells), "cells": first.info.matrix.cells,
+            "versions": " × ".join(f"{name} {', '.join(values)}" for name, values in axes if values),
+            "runs": [r.run_id for r in cells], "page": history_page,
+        }))
+    return out

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 from tunepath.publish.answer import RunFacts, step_answer
+from tunepath.publish.historydoc import matrix_entries
 from tunepath.publish.display import (PERCENTILES, clean, display, num, placement_text, precision_display,
                                       warmup_text)
 from tunepath.analysis.jvmfacts import JVM_COLUMNS
@@ -133,6 +134,7 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
         "kernel_cmdline_before": kernel_cmdline_entry(run),
         "date": run.info.date, "date_note": run.info.date_note,
         "versions": _versions(run), "source": run.info.source,
+        "cell": run.info.matrix.words if run.info.matrix else None,
         "client_command": commands[0] if commands else "",
         "notes": notes_for(run, step, sequence_steps),
     })
@@ -288,14 +290,17 @@ def step_document(s, runs: list[Run], frame: pd.DataFrame, charts: list[dict],
 
 
 def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[str, list[dict]],
-                     notebook: dict, path) -> dict:
-    """Every run's tuning sequence and comparison steps (``path``: the step registry)."""
+                     notebook: dict, path, history_page: str = "") -> dict:
+    """Every run's tuning sequence and comparison steps (``path``: the step registry). The runs of a
+    version matrix are the history page's (``history_page``): the summary names each matrix instead."""
     titles = {s.name: s.title for s in path}
     pages = {s.name: s.page for s in path}
     compared = {s.name for s in path if s.compares_variants}
     sequence_steps = {s for s, _ in path.sequence}
     hosts = []
     for run in sorted(runs, key=lambda r: r.emulated):      # emulated servers last, apart (never ranked)
+        if run.info.matrix is not None:
+            continue
         rows = frame[(frame.run_id == run.run_id) & (frame.order >= 0)].sort_values("order")
         # the rate sweep is read at a latency objective on its own page, not as a comparison table
         others = frame[(frame.run_id == run.run_id) & (frame.order < 0) & frame.step.isin(compared)]
@@ -325,7 +330,9 @@ def summary_document(runs: list[Run], frame: pd.DataFrame, charts_by_run: dict[s
                                       key=lambda r: path.sort_key(r["step"], r["variant"], run.context))]}
             for step in [s.name for s in path if s.name in set(others.step)]]
         hosts.append(loopback_everywhere(entry, run.server.name, _clients(run)))
-    return {"notebook": notebook, "hosts": hosts, "changes": change_table(runs, frame, path)}
+    return {"notebook": notebook, "hosts": hosts, "matrices": matrix_entries(runs, history_page),
+            "changes": change_table(runs, frame, path)}
+
 
 
 def step_checks(run: Run, path) -> list[dict]:

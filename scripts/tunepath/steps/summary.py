@@ -29,7 +29,7 @@ class Summary(Step):
         out = []
         for run in result.charted_runs:
             rows = self.history(result, run)
-            if not rows:
+            if not rows or run.info.matrix is not None:      # a matrix's runs: the history page's
                 continue
             highlight = {f"{r['step']}/{r['variant']}" for r in rows}
             out.append(chartlib.headline_chart(rows, highlight, static, "summary", run.run_id))
@@ -42,7 +42,8 @@ class Summary(Step):
         by_run: dict[str, list[dict]] = {}
         for c in charts:
             by_run.setdefault(c["run_id"], []).append(c)
-        return summary_document(result.runs, result.all_rows, by_run, notebook, result.registry)
+        return summary_document(result.runs, result.all_rows, by_run, notebook, result.registry,
+                                history_page=result.registry.get("history").page)
 
 
 STEP = Summary()
