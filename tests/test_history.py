@@ -46,6 +46,17 @@ def test_a_series_is_one_host_kind_without_emulated_servers_in_version_then_date
     assert java and all(len({p.java for p in s.points}) >= 2 for s in java)     # only where Java varies
 
 
+def test_a_series_never_mixes_an_offered_rate_with_a_closed_loop_load(recorded):
+    _, rows, h = recorded
+    loads = set()
+    for s in h.series:
+        open_loop = {bool(rows[(rows.run_id == p.run_id) & (rows.step == s.step) & (rows.variant == s.variant)]
+                          .iloc[0].offered_rate > 0) for p in s.points}
+        assert len(open_loop) == 1 and s.fixed.endswith(("open-loop load", "closed-loop load")), s.id
+        loads |= open_loop
+    assert loads == {True, False}             # the recorded runs have both: each followed apart
+
+
 def test_requests_per_second_is_followed_only_where_the_rate_was_not_just_the_offered_one(recorded):
     _, rows, h = recorded
     for s in (s for s in h.series if s.figure.key == "rps"):

@@ -8,7 +8,9 @@ series follows one configuration (step and variant) and one figure:
 - runs with the same Java release, in the order of their Tomcat release, then their date;
 - where Java varies among runs of one Tomcat release, also those runs, in the order of Java, then date.
 
-Runs whose versions are all alike make one series in date order.
+Runs whose versions are all alike make one series in date order. A series never mixes load
+regimes either: runs whose load offered a fixed rate (open loop, wrk2) and runs whose load sent as
+fast as Tomcat answered (closed loop, wrk) measure different things and follow apart.
 
 **Figures** are read by what they measure: server CPU per request and p99 latency for every run;
 requests/s only where no run of the series offered a fixed rate that Tomcat served (there
@@ -115,7 +117,7 @@ class Series:
     step: str
     variant: str
     axis: str               # "tomcat" (same Java, by Tomcat release then date) or "java"
-    fixed: str              # what the series holds fixed, e.g. "Java 21"
+    fixed: str              # what the series holds fixed, e.g. "Java 21, open-loop load"
     figure: Figure
     points: tuple[Point, ...]
     changes: tuple[Change, ...] = ()
@@ -183,17 +185,24 @@ def _series(runs: list["Run"], rows: "pd.DataFrame") -> list[Series]:
     mine = rows[rows.run_id.isin(list(by_id))]
     out = []
     for (step, variant), group in mine.groupby(["step", "variant"], sort=False):
-        kinds: dict[str, list] = {}
+        kinds: dict[tuple[str, str], list] = {}
         for row in group.to_dict("records"):
             run = by_id[row["run_id"]]
-            kinds.setdefault(str(host_kind(run)), []).append((run, row))
-        for kind, members in kinds.items():
-            out += _kind_series(kind, step, variant, members)
+            kinds.setdefault((str(host_kind(run)), _load(row)), []).append((run, row))
+        for (kind, load), members in kinds.items():
+            out += _kind_series(kind, load, step, variant, members)
     return out
 
 
-def _kind_series(kind: str, step: str, variant: str, members: list) -> list[Series]:
-    """The series of one host kind and configuration: by Java release, then by Tomcat release."""
+def _load(row: dict) -> str:
+    """The load regime of a variant row: a fixed offered rate (open loop) or none (closed loop)."""
+    offered = row.get("offered_rate")
+    return "open-loop load" if isinstance(offered, (int, float)) and math.isfinite(offered) and offered > 0 \
+        else "closed-loop load"
+
+
+def _kind_series(kind: str, load: str, step: str, variant: str, members: list) -> list[Series]:
+    """The series of one host kind, load regime and configuration: by Java release, then by Tomcat release."""
     out = []
     versions = {run.run_id: _versions(run) for run, _ in members}
     for axis in ("tomcat", "java"):
@@ -210,6 +219,7 @@ def _kind_series(kind: str, step: str, variant: str, members: list) -> list[Seri
             if len(order) < 2:
                 continue
             named = (f"Java {fixed}" if axis == "tomcat" else f"Tomcat {fixed}") if fixed else "versions not recorded"
+            named = f"{named}, {load}"
             for figure in FIGURES:
                 if figure.key == "rps" and any(rate_is_offered(row) for _, row in order):
                     continue                           # requests/s is the offered rate there

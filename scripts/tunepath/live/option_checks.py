@@ -54,7 +54,9 @@ def check_versions(options) -> None:
     (given with --java-home only where that is the pinned JDK's own home, as a run's start sets it)."""
     version = options.tomcat_version
     if version not in TOMCAT_SHA512:
-        pinned = ", ".join(sorted(TOMCAT_SHA512, key=lambda v: tuple(map(int, v.split(".")))))
+        from tunepath.live.tomcatfetch import version_key
+
+        pinned = ", ".join(sorted(TOMCAT_SHA512, key=version_key))
         raise TunepathError(f"--tomcat-version {version}: no SHA-512 is pinned for it in tunepath/versions.py "
                             f"(pinned: {pinned}); pin the tarball's SHA-512 in TOMCAT_SHA512 first")
     java = options.java
