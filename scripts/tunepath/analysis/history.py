@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tunepath.analysis import stats
@@ -145,7 +145,11 @@ class FalseAlarms:
 class History:
     series: tuple[Series, ...]
     false_alarms: FalseAlarms
-    kinds: tuple[str, ...] = field(default=())
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The host kinds followed, in the order of their first series."""
+        return tuple(dict.fromkeys(s.kind for s in self.series))
 
     @property
     def changes(self) -> list[tuple[Series, Change]]:
@@ -166,8 +170,7 @@ def history(runs: list["Run"], rows: "pd.DataFrame", skip_steps: frozenset[str] 
             searched += 1
             alarms += sum(bool(_changes(_shuffled(s.points, rng))) for _ in range(shuffles))
         series.append(s)
-    kinds = tuple(dict.fromkeys(s.kind for s in series))
-    return History(tuple(series), FalseAlarms(searched, shuffles, alarms), kinds)
+    return History(tuple(series), FalseAlarms(searched, shuffles, alarms))
 
 
 def _versions(run: "Run") -> tuple[str | None, int | None]:
@@ -263,15 +266,11 @@ def _changes(points) -> list[Change]:
 
 
 def _with_changes(series: Series) -> Series:
-    from dataclasses import replace
-
     return replace(series, changes=tuple(_changes(series.points)), searched=True)
 
 
 def _shuffled(points, rng) -> list[Point]:
     """``points`` with all their values shuffled across them (each keeps its count)."""
-    from dataclasses import replace
-
     pool = [v for p in points for v in p.values]
     rng.shuffle(pool)
     out, at = [], 0
