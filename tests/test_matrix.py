@@ -159,3 +159,22 @@ def test_the_command_line_checks_a_matrix_before_anything_runs():
     assert ok.returncode == 0 and "a matrix of 4 cells" in ok.stdout, ok.stderr
     bad = tunepath("--matrix", "tomcat=11.0.10", "--tomcat-tarball", str(ROOT / "README.md"))
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "leave out --tomcat-tarball" in bad.stderr
+
+
+def test_the_answer_box_gives_each_host_kind_its_newest_run_and_a_matrix_cell_only_where_it_has_no_other(tmp_path):
+    from tunepath.publish.hugo_data import step_document
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "runs" / LAB_RUN, runs / LAB_RUN)           # the path's own run on the lab
+    for i, java in enumerate((21, 25), 1):                              # two newer cells, the same host kind
+        recorded(runs, f"live-java{java}", java)
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, None, java))
+    for name, model in (("live-runner", "Neoverse-N2"), ("live-runner-cell", "Neoverse-V2")):
+        record = json.loads((recorded(runs, name, 21) / "run.json").read_text())
+        record["hosts"]["server"]["facts"]["cpu_model"] = model     # a host kind of its own
+        (runs / name / "run.json").write_text(json.dumps(record))
+    mark_cell(RunStore(runs), "live-runner-cell", MatrixCell("matrix-20261207-070000", 1, 1, None, 21))
+    loaded = RunStore(runs, REGISTRY.names).load_all()
+    step = REGISTRY.get("kernel-network")
+    doc = step_document(step, loaded, measurements_frame(loaded, REGISTRY), [], {}, path=REGISTRY)
+    assert sorted(h["run_id"] for h in doc["answer"]["hosts"]) == [LAB_RUN, "live-runner", "live-runner-cell"]

@@ -7,7 +7,8 @@
 Each kind of host gets one :class:`HostAnswer`:
 
 - a published reference run: its single measurement, said so (never a verdict);
-- the newest live run on real hosts: each answering comparison's 95 % verdict in words;
+- per kind of real host (its CPU model and count), its newest live run, a version matrix's cell
+  only where no other run of that kind has the step: each answering comparison's 95 % verdict in words;
 - an emulated server: that it checked the commands, and no figure (it measures the emulator).
 
 A host that skipped the step says why. The summary's "what to change" table reads the same
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from tunepath.analysis.pairing import host_kind
 from tunepath.analysis.verdicts import WORDS, Verdict, host_words
 from tunepath.publish import formatting as fmt
 
@@ -173,20 +175,38 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
 
 
 def step_answer(step, runs: list[RunFacts]) -> Answer | None:
-    """The answer box of ``step`` (None where the step has no ``change``): every reference run,
-    the newest live run on real hosts and the newest emulated one (``runs`` in the page's order)."""
+    """The answer box of ``step`` (None where the step has no ``change``): every reference run, one
+    live run per kind of real host and the newest emulated one (``runs`` in the page's order).
+    A host kind's run is its newest one that is not a version matrix's cell (a matrix follows
+    versions on the history page; the step's answer is the path's own run), else its newest cell."""
     if not step.change:
         return None
-    hosts: list[HostAnswer] = []
-    seen: set[str] = set()
+    groups: dict[tuple, list[RunFacts]] = {}
     for facts in runs:
-        kind = "emulated" if facts.run.emulated else facts.run.kind
-        if kind != "reference" and kind in seen:
-            continue
-        host = _host(facts, step.answer_variants)
-        if host is not None:
-            hosts.append(host)
-            seen.add(kind)
+        groups.setdefault(_answer_key(facts.run), []).append(facts)
+    hosts: list[HostAnswer] = []
+    for members in groups.values():
+        for facts in sorted(members, key=lambda f: _preference(f.run), reverse=True):
+            host = _host(facts, step.answer_variants)
+            if host is not None:
+                hosts.append(host)
+                break
     if all(h.kind == "emulated" for h in hosts):     # nothing compared on a real host: no "what it did"
         hosts = []
     return Answer(step.change, step.avoid, tuple(hosts))
+
+
+def _answer_key(run) -> tuple:
+    """Which answer line a run may give: its own (a reference run), its host kind's (a live run),
+    or the emulated servers' one."""
+    if run.emulated:
+        return ("emulated",)
+    if run.kind == "reference":
+        return ("reference", run.run_id)
+    kind = host_kind(run)
+    return ("live", kind.key if kind is not None else run.server.name)
+
+
+def _preference(run) -> tuple:
+    """Larger is preferred: not a version matrix's cell, then the newest."""
+    return run.info.matrix is None, run.info.date or "", run.run_id

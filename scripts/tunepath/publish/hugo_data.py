@@ -360,7 +360,7 @@ def _facts(step, run: Run, frame: pd.DataFrame, path) -> RunFacts | None:
 
 def change_table(runs: list[Run], frame: pd.DataFrame, path) -> list[dict]:
     """The summary's "what to change" table: one row per step that changes something (its answer,
-    publish/answer.py), on the reference hosts and the newest live run; never an emulated server."""
+    publish/answer.py), on the reference hosts and each live host kind's newest run; never an emulated server."""
     real = [r for r in runs if not r.emulated]
     out = []
     for s in path:
