@@ -158,3 +158,34 @@ def test_every_recorded_matrix_cell_ran_the_versions_its_mark_names(recorded):
             by_matrix.setdefault(cell.matrix, []).append((cell.tomcat, cell.java))
     for matrix, cells in by_matrix.items():
         assert len(set(cells)) == len(cells), matrix
+
+
+def test_a_version_matrix_is_one_grid_of_tomcat_by_java_with_each_median_bound_to_its_cell(tmp_path):
+    """The history page shows each version matrix at a glance: a configuration's medians with one
+    row per Tomcat release and one column per Java release, each bound to the cell's own run."""
+    import json
+    import shutil
+
+    from tunepath.evidence.amend import amend
+
+    src = "live-20261124-021310-vm"                       # a lab run of the baseline
+    cells = [("11.0.10", 17), ("11.0.10", 21), ("11.0.24", 17), ("11.0.24", 21)]
+    for i, (tomcat, java) in enumerate(cells, 1):
+        dest = tmp_path / f"live-cell{i}"
+        shutil.copytree(ROOT / "runs" / src, dest)
+        record = json.loads((dest / "run.json").read_text())
+        record.pop("superseded_by", None)
+        record["run_id"] = dest.name
+        record["hosts"]["server"]["facts"].update(tomcat_version=tomcat, java_version=f'openjdk version "{java}.0.2"')
+        (dest / "run.json").write_text(json.dumps(record))
+        amend(RunStore(tmp_path), dest.name, "matrix",
+              {"id": "matrix-20261207-062434", "index": i, "cells": 4, "tomcat": tomcat, "java": java})
+    runs = RunStore(tmp_path).load_all()
+    h = H.history(runs, measurements_frame(runs, REGISTRY), skip_steps=frozenset({"setup"}), shuffles=1)
+    doc = history_document(h, REGISTRY.get("history"), REGISTRY, runs, {}, {}, grid=("baseline", "stock"))
+    [grid] = doc["kinds"][0]["grids"]
+    assert grid["columns"] == ["Java 17", "Java 21"] and [r["tomcat"] for r in grid["rows"]] == ["Tomcat 11.0.10", "Tomcat 11.0.24"]
+    bound = [[(c["run_id"], c["step"], c["variant"]) for c in r["cells"]] for r in grid["rows"]]
+    assert bound == [[("live-cell1", "baseline", "stock"), ("live-cell2", "baseline", "stock")],
+                     [("live-cell3", "baseline", "stock"), ("live-cell4", "baseline", "stock")]]
+    assert "by Tomcat and Java release, the version matrix of" in grid["caption"]

@@ -12,7 +12,7 @@ from tunepath.publish import formatting as fmt
 from tunepath.publish.display import clean
 from tunepath.publish.historychart import shown
 
-__all__ = ["history_document", "FIELDS", "charted", "matrix_entries"]
+__all__ = ["history_document", "FIELDS", "charted", "matrix_entries", "matrix_grids"]
 
 FIELDS = {"cpu": "server_cpu_per_req", "p99": "latency_p99", "rps": "requests_per_sec"}   # the pages' field names
 
@@ -42,8 +42,10 @@ def _point(s: Series, p) -> dict:
 _INTERVAL = {"cpu": fmt.micros_interval, "p99": fmt.latency_interval, "rps": fmt.rate_interval}
 
 
-def history_document(h: History, step, registry, runs, charts: dict, notebook: dict) -> dict:
-    """The page's data; ``charts`` maps a host kind to its chart's data."""
+def history_document(h: History, step, registry, runs, charts: dict, notebook: dict,
+                     grid: tuple[str, str] | None = None) -> dict:
+    """The page's data; ``charts`` maps a host kind to its chart's data; ``grid``: the (step,
+    variant) each version matrix's grid shows."""
     steps = {s.name: s for s in registry}
     by_id = {r.run_id: r for r in runs}
     kinds = []
@@ -69,6 +71,7 @@ def history_document(h: History, step, registry, runs, charts: dict, notebook: d
         kinds.append({"kind": kind, "runs": len(run_ids), "labels": labels, "series": len(mine), "arm": arm,
                       "searched": sum(s.searched for s in mine), "changes": changes,
                       "chart": charts.get(kind), "tables": tables,
+                      "grids": matrix_grids(mine, by_id, steps, grid) if grid else [],
                       "versions": sorted({p.label.rsplit(" · ", 1)[0] for s in mine for p in s.points})})
     fa = h.false_alarms
     shown_runs = {p.run_id for s in h.series for p in s.points}
@@ -82,6 +85,37 @@ def history_document(h: History, step, registry, runs, charts: dict, notebook: d
                          "rate": fmt.percent(fa.rate * 100) if fa.rate is not None else ""},
         "notebook": notebook,
     }
+
+
+def matrix_grids(mine: list[Series], by_id: dict, steps: dict, grid: tuple[str, str]) -> list[dict]:
+    """Each version matrix among one host kind's series, at a glance: ``grid``'s configuration, one
+    row per Tomcat release and one column per Java release, each cell its run's median (bound to
+    it). Requests/s where the series follows it (a closed-loop load), else server CPU per request."""
+    step, variant = grid
+    found = {(p.run_id, s.figure.key): (s, p) for s in mine if (s.step, s.variant) == grid for p in s.points}
+    matrices: dict[str, list] = {}
+    for run_id in dict.fromkeys(r for r, _ in found):
+        cell = by_id[run_id].info.matrix if run_id in by_id else None
+        if cell is not None:
+            matrices.setdefault(cell.matrix, []).append((cell, run_id))
+    out = []
+    for matrix, cells in sorted(matrices.items()):
+        key = "rps" if all((r, "rps") in found for _, r in cells) else "cpu"
+        tomcats = list(dict.fromkeys(c.tomcat for c, _ in cells))
+        javas = sorted({c.java for c, _ in cells}, key=lambda j: j or 0)
+        at = {(c.tomcat, c.java): r for c, r in cells}
+        figure = next(s.figure for (r, k), (s, _) in found.items() if k == key)
+        out.append({
+            "matrix": matrix,
+            "caption": f"{steps[step].title.split(':')[0]}, {_label(steps[step], variant, by_id, [found[(cells[-1][1], key)][1]])}: "
+                       f"{figure.label} by Tomcat and Java release, the version matrix of "
+                       f"{by_id[cells[0][1]].info.date or matrix} ({len(cells)} runs)",
+            "columns": [f"Java {j}" if j else "Java" for j in javas],
+            "rows": [{"tomcat": f"Tomcat {t}" if t else "Tomcat",
+                      "cells": [_point(*found[(at[(t, j)], key)]) if (t, j) in at and (at[(t, j)], key) in found
+                                else None for j in javas]} for t in tomcats],
+        })
+    return out
 
 
 def _label(step, variant: str, by_id: dict, points) -> str:

@@ -61,7 +61,7 @@ class History(Step):
 
         h = self.found(result)
         by_kind = dict(zip(charted(h, CHARTED), charts))
-        return history_document(h, self, result.registry, result.runs, by_kind, notebook)
+        return history_document(h, self, result.registry, result.runs, by_kind, notebook, grid=CHARTED)
 
 
 STEP = History()
