@@ -135,6 +135,7 @@ def run_header(run: Run, step: str | None = None, sequence_steps: set[str] = fro
         "date": run.info.date, "date_note": run.info.date_note,
         "versions": _versions(run), "source": run.info.source,
         "cell": run.info.matrix.words if run.info.matrix else None,
+        "matrix": run.info.matrix.matrix if run.info.matrix else None,
         "client_command": commands[0] if commands else "",
         "notes": notes_for(run, step, sequence_steps),
     })
