@@ -114,16 +114,17 @@ def test_reader_commands_carry_no_run_choice(recorded):
 
 
 class _OpenText(HTMLParser):
-    """The words of <article>, with every folded <details> closed (its <summary> stays; one the
-    page opens, `open`, counts as open). A word: a run of letters or digits with the marks
+    """The words of <article>, with every folded <details> closed (its <summary> stays, unless a
+    folded <details> around it hides it too; one the page opens, `open`, counts as open). A word: a run of letters or digits with the marks
     that join a figure ("7,201.41", "−3.97 %" is one word and a sign)."""
 
     WORD = re.compile(r"\w[\w.,%/×-]*")
 
     def __init__(self):
         super().__init__()
-        self.words, self.article, self.details, self.summary, self.skip = 0, 0, 0, 0, 0
+        self.words, self.article, self.details, self.skip = 0, 0, 0, 0
         self.stack: list[bool] = []         # each <details> met: folded or not
+        self.summaries: list[bool] = []     # each <summary> met: shown (no folded <details> around its own)
 
     def handle_starttag(self, tag, attrs):
         if tag == "article":
@@ -133,7 +134,7 @@ class _OpenText(HTMLParser):
             self.stack.append(folded)
             self.details += folded
         elif tag == "summary":
-            self.summary += 1
+            self.summaries.append(bool(self.stack) and self.details - self.stack[-1] == 0)
         elif tag in ("script", "style"):
             self.skip += 1
 
@@ -142,13 +143,13 @@ class _OpenText(HTMLParser):
             self.article -= 1
         elif tag == "details" and self.stack:
             self.details -= self.stack.pop()
-        elif tag == "summary":
-            self.summary -= 1
+        elif tag == "summary" and self.summaries:
+            self.summaries.pop()
         elif tag in ("script", "style"):
             self.skip -= 1
 
     def handle_data(self, data):
-        if self.article and not self.skip and (not self.details or self.summary):
+        if self.article and not self.skip and (not self.details or (self.summaries and self.summaries[-1])):
             self.words += len(self.WORD.findall(data))
 
 
@@ -162,8 +163,10 @@ def open_words(html: str) -> int:
 def test_open_words_skip_folded_blocks():
     html = ("<article><p>one two</p><details><summary>three</summary><p>four five six</p>"
             "<details open><p>inside a folded block</p></details><p>still folded</p></details>"
-            "<details open><p>seven, 7,201.41</p></details><script>x y</script></article><p>outside</p>")
-    assert open_words(html) == 5
+            "<details open><p>seven, 7,201.41</p></details><script>x y</script>"
+            "<details><summary>eight</summary><details><summary>hidden with its block</summary></details></details>"
+            "</article><p>outside</p>")
+    assert open_words(html) == 6
 
 
 @pytest.mark.docs
