@@ -22,7 +22,7 @@ from pathlib import Path
 from tunepath.errors import TunepathError
 from tunepath.live.hosts import Host
 from tunepath.parse.java import java_major  # re-exported: the run reads the server's
-from tunepath.live.tomcatconf import TLS_DIR, TomcatConfig, render_server_xml, setenv_command
+from tunepath.live.tomcatconf import TLS_DIR, TomcatConfig, open_examples_command, render_server_xml, setenv_command
 from tunepath.model.shell import path as shell_path, port as shell_port, quote
 from tunepath.versions import TOMCAT_SHA512, TOMCAT_VERSION  # pinned there, re-exported here
 
@@ -147,7 +147,8 @@ class Tomcat:
         return version
 
     def open_examples(self) -> bool:
-        """Let remote clients reach the examples webapp (RemoteAddrValve admits only local ones).
+        """Let remote clients reach the examples webapp (its valve admits only local ones:
+        :func:`~tunepath.live.tomcatconf.open_examples_command`).
         The backup it keeps marks the opening: every :meth:`configure` opens it again, since the
         clean-up after each step (:meth:`restore_config`) puts the original back. True if it was closed."""
         ctx = self.file("webapps/examples/META-INF/context.xml")
@@ -160,7 +161,7 @@ class Tomcat:
     def _reopen_examples(self) -> str:
         """Opens the examples webapp to remote clients if the setup step did (its backup exists)."""
         ctx, orig = (self.file(f"webapps/examples/META-INF/context.xml{s}") for s in ("", BACKUP_SUFFIX))
-        return f"{{ [ ! -f {orig} ] || sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {ctx}; }}"
+        return f"{{ [ ! -f {orig} ] || {{ {open_examples_command(ctx)}; }}; }}"
 
     # -- configuration -------------------------------------------------------------------
     def backup(self) -> None:

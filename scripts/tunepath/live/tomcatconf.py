@@ -18,7 +18,7 @@ from tunepath.errors import TunepathError
 from tunepath.model.context import HostContext
 from tunepath.model.shell import heredoc, path, quote
 
-__all__ = ["TomcatConfig", "TlsConnector", "ConfigError", "TLS_DIR", "TLS_IMPLEMENTATIONS", "render_server_xml", "validate_server_xml", "render_setenv",
+__all__ = ["open_examples_command", "TomcatConfig", "TlsConnector", "ConfigError", "TLS_DIR", "TLS_IMPLEMENTATIONS", "render_server_xml", "validate_server_xml", "render_setenv",
            "setenv_command",
            "CONNECTOR_ATTRIBUTES", "PROTOCOLS"]
 
@@ -279,3 +279,13 @@ def setenv_command(home: str, config: TomcatConfig) -> str:
     if config.java_home:
         command += f"\nprintf 'JAVA_HOME=%q\\n' {quote(config.java_home, 'java_home')} >> {target}"
     return command
+
+
+def open_examples_command(context_xml: str) -> str:
+    """The shell command that lets remote clients reach the examples webapp: its
+    ``META-INF/context.xml`` (``context_xml``, a shell word) admits local clients only. Tomcat
+    11.0.10 does it with a RemoteAddrValve (a regular expression: ``.*`` admits all); 11.0.15 and
+    later with a RemoteCIDRValve (networks: ``0.0.0.0/0,::/0``), which refuses ``.*`` and then
+    leaves the webapp undeployed: every request gets 404."""
+    return (f"if grep -q RemoteCIDRValve {context_xml}; then sed -i 's|allow=\"[^\"]*\"|allow=\"0.0.0.0/0,::/0\"|' "
+            f"{context_xml}; else sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {context_xml}; fi")

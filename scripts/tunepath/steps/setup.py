@@ -7,7 +7,7 @@ from pathlib import Path
 from tunepath.live.actions import cleanup, install_tomcat, verify
 from tunepath.live.measure import measure
 from tunepath.live.wrk2 import Wrk2Source, blocks as wrk2_blocks
-from tunepath.live.tomcatconf import TomcatConfig
+from tunepath.live.tomcatconf import TomcatConfig, open_examples_command
 from tunepath.model.context import HostContext
 from tunepath.model.plan import Block, Variant
 from tunepath.model.reader import VARIABLES
@@ -47,8 +47,7 @@ class Setup(Step):
                   f"sha512sum -c {quote(tarball + '.sha512', 'tarball')}\n"
                   f"tar xzf {quote(tarball, 'tarball')}"),
             Block("open-examples", "server", "Let remote clients reach the examples webapp",
-                  f"sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' "
-                  f"{tomcat_path(ctx, 'webapps/examples/META-INF/context.xml')}"),
+                  open_examples_command(tomcat_path(ctx, 'webapps/examples/META-INF/context.xml'))),
             Block("start-tomcat", "server", "Start Tomcat with a higher open-file limit", start_lines(ctx)),
             *wrk2_blocks(Wrk2Source.from_context(ctx.wrk2_source)),
             Block("smoke-test", "client", "Smoke test at a modest constant rate", load_spec(ctx, smoke=True).command()),
