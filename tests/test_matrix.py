@@ -139,7 +139,7 @@ def test_the_summary_names_a_matrix_in_one_line_and_step_pages_name_each_run_s_c
         2, 3, "Java 21, 25", ["live-java21", "live-java25"], "history")
     by_id = {r.run_id: r for r in loaded}
     assert run_header(by_id["live-java25"], "kernel-network")["cell"] == "Java 25"
-    assert "cell" not in run_header(by_id[LAB_RUN], "kernel-network")
+    assert run_header(by_id[LAB_RUN], "kernel-network")["cell"] is None
 
 
 def test_no_rebuild_when_no_cell_recorded_a_run(tmp_path):
