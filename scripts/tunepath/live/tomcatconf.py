@@ -283,9 +283,9 @@ def setenv_command(home: str, config: TomcatConfig) -> str:
 
 def open_examples_command(context_xml: str) -> str:
     """The shell command that lets remote clients reach the examples webapp: its
-    ``META-INF/context.xml`` (``context_xml``, a shell word) admits local clients only. Tomcat
-    11.0.10 does it with a RemoteAddrValve (a regular expression: ``.*`` admits all); 11.0.15 and
-    later with a RemoteCIDRValve (networks: ``0.0.0.0/0,::/0``), which refuses ``.*`` and then
-    leaves the webapp undeployed: every request gets 404."""
-    return (f"if grep -q RemoteCIDRValve {context_xml}; then sed -i 's|allow=\"[^\"]*\"|allow=\"0.0.0.0/0,::/0\"|' "
-            f"{context_xml}; else sed -i 's/allow=\"[^\"]*\"/allow=\".*\"/' {context_xml}; fi")
+    ``META-INF/context.xml`` (``context_xml``, a shell word) admits local clients only, through a
+    RemoteAddrValve (Tomcat 11.0.10: a regular expression) or a RemoteCIDRValve (11.0.15 and later:
+    networks, which refuses a regular expression and leaves the webapp undeployed, every request
+    404). The command removes that valve, whichever it is and over however many lines it spans."""
+    return ("sed -i '/<Valve className=\"org\\.apache\\.catalina\\.valves\\.Remote/{:a;/\\/>/!{N;ba};d}' "
+            f"{context_xml}")
