@@ -419,3 +419,32 @@ def test_errors_carrying_a_secret_are_masked_whatever_their_type():
     with pytest.raises(TunepathError, match="nothing secret") as caught:          # others pass untouched
         secret_hidden(fail(TunepathError("nothing secret")), lambda: SECRET, SECRET_PLACEHOLDER)
     assert secret_hidden(lambda: 42, lambda: SECRET, SECRET_PLACEHOLDER) == 42
+
+
+def test_a_tomcat_that_answers_but_never_200_is_named_with_its_status_and_its_last_logged_error(tmp_path):
+    """The version matrix's Tomcat 11.0.15 cells: Tomcat started, the examples webapp failed to deploy
+    and every request got 404. The error says so, with the SEVERE line that says why."""
+    import http.server
+    import socketserver
+
+    from conftest import serving
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    home = tmp_path / "apache-tomcat-11.0.15"
+    (home / "logs").mkdir(parents=True)
+    (home / "logs/catalina.out").write_text("INFO [main] Catalina.start Server startup in [2362] milliseconds\n")
+    (home / "logs/catalina.2026-12-07.log").write_text(
+        "SEVERE [main] org.apache.catalina.valves.RemoteCIDRValve.setAllow .*: The address [.*] is not valid\n"
+        "INFO [main] Catalina.start Server startup in [2362] milliseconds\n")
+    with serving(socketserver.TCPServer(("127.0.0.1", 0), NotFound), "not-found") as (_, port):
+        with pytest.raises(TunepathError) as failed:
+            Tomcat(LocalHost(), str(home), port=port).wait_ready(1)
+    said = str(failed.value)
+    assert "no HTTP 200 within 1 s; it answered 404" in said
+    assert said.endswith("RemoteCIDRValve.setAllow .*: The address [.*] is not valid")

@@ -241,14 +241,20 @@ class Tomcat:
                 f"code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 2 {quote(self.url, 'URL')}); "
                 f"[ \"$code\" = 200 ] && exit 0; "
                 f"[ -f {pidfile} ] && ! kill -0 \"$(cat {pidfile})\" 2>/dev/null && exit 3; "
-                f"sleep 0.2; done; exit 2")
+                f"sleep 0.2; done; echo \"$code\"; exit 2")
         r = self.host.run(loop, timeout=timeout + 10, check=False)
         if r.exited == 0:
             return time.monotonic() - start
-        tail = self.host.run(f"tail -n 5 {self.file('logs/catalina.out')} 2>/dev/null", check=False).stdout.strip()
-        why = "the JVM exited" if r.exited == 3 else f"no HTTP 200 within {timeout:g} s"
-        raise TunepathError(f"on {self.host.name}: Tomcat did not become ready at {self.url} ({why}). "
-                            f"Last lines of catalina.out: {tail.splitlines()[-1] if tail else 'none'}")
+        code = r.stdout.strip().splitlines()[-1] if r.exited == 2 and r.stdout.strip() else ""
+        why = ("the JVM exited" if r.exited == 3 else f"no HTTP 200 within {timeout:g} s"
+               + (f"; it answered {code}" if code.isdigit() and code != "000" else ""))
+        logs = self.file("logs")
+        severe = self.host.run(f"grep -h SEVERE {logs}/catalina.out {logs}/catalina.*.log 2>/dev/null | tail -n 1",
+                               check=False).stdout.strip()
+        tail = self.host.run(f"tail -n 5 {logs}/catalina.out 2>/dev/null", check=False).stdout.strip()
+        said = (f"Its last error (logs/catalina.*.log): {severe}" if severe
+                else f"Last line of catalina.out: {tail.splitlines()[-1] if tail else 'none'}")
+        raise TunepathError(f"on {self.host.name}: Tomcat did not become ready at {self.url} ({why}). {said}")
 
     def stop(self, timeout: float = 30) -> None:
         """Stop and wait for the JVM to exit, forcing it after ``timeout`` seconds: one round trip.
