@@ -29,7 +29,7 @@ def charted(h: History, prefer: tuple[str, str]) -> dict[str, Series]:
 
 
 def _pvalue(p: float) -> str:
-    return "p < 0.0001" if p < 0.0001 else f"p = {p:.4f}"
+    return "p < 0.0001" if p < 0.0001 else f"p = {p:.2g}"      # 0.00099, never rounded up to the threshold
 
 
 def _point(s: Series, p) -> dict:
@@ -111,7 +111,7 @@ def matrix_grids(mine: list[Series], by_id: dict, steps: dict, grid: tuple[str, 
                        f"{figure.label} by Tomcat and Java release, the version matrix of "
                        f"{by_id[cells[0][1]].info.date or matrix} ({len(cells)} runs)",
             "columns": [f"Java {j}" if j else "Java" for j in javas],
-            "rows": [{"tomcat": f"Tomcat {t}" if t else "Tomcat",
+            "rows": [{"tomcat": t or "not recorded",
                       "cells": [_point(*found[(at[(t, j)], key)]) if (t, j) in at and (at[(t, j)], key) in found
                                 else None for j in javas]} for t in tomcats],
         })
