@@ -178,3 +178,18 @@ def test_the_answer_box_gives_each_host_kind_its_newest_run_and_a_matrix_cell_on
     step = REGISTRY.get("kernel-network")
     doc = step_document(step, loaded, measurements_frame(loaded, REGISTRY), [], {}, path=REGISTRY)
     assert sorted(h["run_id"] for h in doc["answer"]["hosts"]) == [LAB_RUN, "live-runner", "live-runner-cell"]
+
+
+def test_the_comparison_page_leaves_a_matrix_s_runs_to_the_history_page(tmp_path):
+    from tunepath.analysis.compare import compare_document
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "runs" / LAB_RUN, runs / LAB_RUN)
+    shutil.copytree(ROOT / "runs" / "reference-grace", runs / "reference-grace")
+    for i, java in enumerate((21, 25), 1):
+        recorded(runs, f"live-java{java}", java)
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, None, java))
+    loaded = RunStore(runs, REGISTRY.names).load_all()
+    doc = compare_document(loaded, measurements_frame(loaded, REGISTRY), REGISTRY, REGISTRY.get("compare"))
+    assert [r["run_id"] for r in doc["runs"]] == ["reference-grace", LAB_RUN]
+    assert [p["id"] for p in doc["pairs"]] == [f"reference-grace--{LAB_RUN}"]

@@ -34,7 +34,7 @@ from tunepath.evidence.store import FACT_KEYS, Run
 from tunepath.model.cmdline import KernelCmdline
 from tunepath.parse.record import RATE_FIELDS
 
-__all__ = ["pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
+__all__ = ["compared", "pair_document", "compare_document", "fact_rows", "default_pair", "FactRow", "kernel_parameters"]
 
 FACT_LABELS = {
     "cpu_model": "CPU", "cpus": "CPUs", "cpus_online": "CPUs online", "numa_nodes": "NUMA nodes",
@@ -266,17 +266,24 @@ def default_pair(runs: list[Run], frame: pd.DataFrame | None = None) -> tuple[Ru
     newest two runs of the same host kind, else the newest two live runs, else the servers
     nearest in size; with a ``frame``, only pairs that measured a configuration in common. A run
     on an emulated server is never picked: its figures test commands, not performance."""
-    pick = choose_default(runs, frame)
+    pick = choose_default(compared(runs), frame)
     return (pick.a, pick.b) if pick else None
+
+
+def compared(runs: list[Run]) -> list[Run]:
+    """The runs the comparison page pairs: all but a version matrix's (the history page compares
+    those, by release; their cells would add pairs by the square of their number)."""
+    return [r for r in runs if r.info.matrix is None]
 
 
 def compare_document(runs: list[Run], frame: pd.DataFrame, path, step, charts: dict[str, dict] | None = None,
                      notebook: dict | None = None) -> dict:
     """Every pair of ``runs`` (A = the earlier in the pages' order), the default pair first, then
     the pairs with the most in common; those with nothing in common have ``expand`` False.
-    ``path`` is the step registry, ``step`` the comparison step publishing it."""
+    ``path`` is the step registry, ``step`` the comparison step publishing it. A version matrix's
+    runs are left out (:func:`compared`)."""
     charts = charts or {}
-    runs = page_order(runs)
+    runs = page_order(compared(runs))
     first = choose_default(runs, frame)
     pairs = []
     for a, b in itertools.combinations(runs, 2):
