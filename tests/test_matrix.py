@@ -116,12 +116,12 @@ def test_a_run_whose_facts_name_other_versions_is_not_marked_as_the_cell(tmp_pat
     runs = tmp_path / "runs"
     before = (recorded(runs, "live-java21", 21) / "run.json").read_bytes()
     store = RunStore(runs, REGISTRY.names)
-    for cell, says in ((MatrixCell("matrix-20261207-062434", 1, 2, None, 25), "ran Java 21, not 25"),
-                       (MatrixCell("matrix-20261207-062434", 1, 2, "11.0.24", 21), "ran Tomcat 11.0.10, not 11.0.24")):
+    for cell, says in ((MatrixCell("matrix-20261207-062434", 1, 2, Cell(None, 25)), "ran Java 21, not 25"),
+                       (MatrixCell("matrix-20261207-062434", 1, 2, Cell("11.0.24", 21)), "ran Tomcat 11.0.10, not 11.0.24")):
         with pytest.raises(TunepathError, match=f"cell {cell.words}, but the server {says}: it is kept"):
             mark_cell(store, "live-java21", cell)
     assert (runs / "live-java21" / "run.json").read_bytes() == before
-    mark_cell(store, "live-java21", MatrixCell("matrix-20261207-062434", 2, 2, "11.0.10", 21))
+    mark_cell(store, "live-java21", MatrixCell("matrix-20261207-062434", 2, 2, Cell("11.0.10", 21)))
     assert store.load("live-java21").info.matrix.words == "Tomcat 11.0.10, Java 21"
 
 
@@ -130,7 +130,7 @@ def test_the_summary_names_a_matrix_in_one_line_and_step_pages_name_each_run_s_c
     shutil.copytree(ROOT / "runs" / LAB_RUN, runs / LAB_RUN)           # not a matrix's run
     for i, java in enumerate((21, 25), 1):
         recorded(runs, f"live-java{java}", java)
-        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 3, None, java))
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 3, Cell(None, java)))
     loaded = RunStore(runs, REGISTRY.names).load_all()
     doc = summary_document(loaded, measurements_frame(loaded, REGISTRY), {}, {}, REGISTRY, history_page="history")
     assert [h["run_id"] for h in doc["hosts"]] == [LAB_RUN]
@@ -168,12 +168,12 @@ def test_the_answer_box_gives_each_host_kind_its_newest_run_and_a_matrix_cell_on
     shutil.copytree(ROOT / "runs" / LAB_RUN, runs / LAB_RUN)           # the path's own run on the lab
     for i, java in enumerate((21, 25), 1):                              # two newer cells, the same host kind
         recorded(runs, f"live-java{java}", java)
-        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, None, java))
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, Cell(None, java)))
     for name, model in (("live-runner", "Neoverse-N2"), ("live-runner-cell", "Neoverse-V2")):
         record = json.loads((recorded(runs, name, 21) / "run.json").read_text())
         record["hosts"]["server"]["facts"]["cpu_model"] = model     # a host kind of its own
         (runs / name / "run.json").write_text(json.dumps(record))
-    mark_cell(RunStore(runs), "live-runner-cell", MatrixCell("matrix-20261207-070000", 1, 1, None, 21))
+    mark_cell(RunStore(runs), "live-runner-cell", MatrixCell("matrix-20261207-070000", 1, 1, Cell(None, 21)))
     loaded = RunStore(runs, REGISTRY.names).load_all()
     step = REGISTRY.get("kernel-network")
     doc = step_document(step, loaded, measurements_frame(loaded, REGISTRY), [], {}, path=REGISTRY)
@@ -188,7 +188,7 @@ def test_the_comparison_page_leaves_a_matrix_s_runs_to_the_history_page(tmp_path
     shutil.copytree(ROOT / "runs" / "reference-grace", runs / "reference-grace")
     for i, java in enumerate((21, 25), 1):
         recorded(runs, f"live-java{java}", java)
-        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, None, java))
+        mark_cell(RunStore(runs), f"live-java{java}", MatrixCell("matrix-20261207-062434", i, 2, Cell(None, java)))
     loaded = RunStore(runs, REGISTRY.names).load_all()
     doc = compare_document(loaded, measurements_frame(loaded, REGISTRY), REGISTRY, REGISTRY.get("compare"))
     assert [r["run_id"] for r in doc["runs"]] == ["reference-grace", LAB_RUN]

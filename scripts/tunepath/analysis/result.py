@@ -30,6 +30,8 @@ class StepResult:
     options: dict = field(default_factory=lambda: {"slo_ms": 10.0, "slo_percentile": "99"})
     recorded: Path | None = None     # the run a notebook in live mode recorded by itself (finished)
     chart_dir: Path | None = None    # where pipeline.draw_charts wrote the charts (their static/)
+    findings: object = field(repr=False, default=None)   # an analysis step's own findings, found once
+                                                         # (its charts and its document both read them)
 
     def commands(self, run_id: str | None = None) -> list:
         """The step's command blocks for a run's hosts (the first run by default)."""

@@ -31,25 +31,12 @@ from tunepath.evidence.amend import amend
 from tunepath.evidence.store import RunStore
 from tunepath.live.session import PROGRESS_ENV, progress
 from tunepath.live.tomcatfetch import fetch
-from tunepath.model.run import MatrixCell
+from tunepath.model.run import Cell, MatrixCell
 from tunepath.parse.java import java_major
 
 __all__ = ["Cell", "CellOutcome", "parse_matrix", "check_matrix", "run_matrix", "mark_cell", "cell_mismatch"]
 
 AXES = ("tomcat", "java")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One combination of the matrix's axes; an axis the matrix does not vary is None."""
-
-    tomcat: str | None = None
-    java: int | None = None
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{axis}={value}" for axis, value in (("tomcat", self.tomcat), ("java", self.java))
-                        if value is not None)
 
 
 @dataclass(frozen=True)
@@ -136,7 +123,7 @@ def run_matrix(options, cells: list[Cell], run_one, cache: Path, build=None) -> 
                 tarball = fetch(cell.tomcat, cache) if cell.tomcat is not None else None
                 path = Path(run_one(cell_options(options, cell, tarball)))
                 run = path.name
-                mark_cell(RunStore(path.parent), run, MatrixCell(matrix, i, len(cells), cell.tomcat, cell.java))
+                mark_cell(RunStore(path.parent), run, MatrixCell(matrix, i, len(cells), cell))
                 outcomes.append(CellOutcome(cell, run, None, time.monotonic() - t0))
                 progress(f"recorded {run} in {(time.monotonic() - t0) / 60:.1f} min")
             except TunepathError as exc:
@@ -154,7 +141,7 @@ def run_matrix(options, cells: list[Cell], run_one, cache: Path, build=None) -> 
     return outcomes
 
 
-def cell_mismatch(cell: MatrixCell, server_facts: dict) -> str | None:
+def cell_mismatch(cell: Cell, server_facts: dict) -> str | None:
     """Where a run's server facts (Tomcat's ``version.sh``, ``java -version``) disagree with the
     cell it was recorded for, what they say; None where they agree."""
     tomcat, java = server_facts.get("tomcat_version"), java_major(server_facts.get("java_version") or "")
@@ -168,7 +155,7 @@ def cell_mismatch(cell: MatrixCell, server_facts: dict) -> str | None:
 def mark_cell(store: RunStore, run_id: str, cell: MatrixCell) -> Path:
     """Write ``cell`` into the recorded run's ``run.json`` (``matrix``), after checking that the
     run's facts name the cell's versions: a run that ran other versions is not its cell."""
-    wrong = cell_mismatch(cell, store.load(run_id).server.facts)
+    wrong = cell_mismatch(cell.cell, store.load(run_id).server.facts)
     if wrong:
         raise TunepathError(f"run {run_id} was recorded for the matrix cell {cell.words}, but {wrong}: it is "
                             "kept, not marked as that cell; check the server's JAVA_HOME and Tomcat directory")

@@ -189,32 +189,50 @@ class LiveFigures:
 
 
 @dataclass(frozen=True)
+class Cell:
+    """One combination of a version matrix's axes: the Tomcat and Java releases it sets (an axis the
+    matrix does not vary is None)."""
+
+    tomcat: str | None = None
+    java: int | None = None
+
+    def axes(self):
+        return tuple((axis, value) for axis, value in (("tomcat", self.tomcat), ("java", self.java)) if value is not None)
+
+    @property
+    def label(self) -> str:
+        """As the command line gives it: "tomcat=11.0.10 java=17"."""
+        return " ".join(f"{axis}={value}" for axis, value in self.axes())
+
+    @property
+    def words(self) -> str:
+        """As readers read it: "Tomcat 11.0.10, Java 17"."""
+        return ", ".join(f"{axis.capitalize()} {value}" for axis, value in self.axes())
+
+
+@dataclass(frozen=True)
 class MatrixCell:
     """The version matrix a run was a cell of (``tunepath run --matrix``, which writes it into the
     recorded run: :mod:`tunepath.live.matrix`): the matrix's id, this cell's place in it and the
-    versions the cell set (an axis the matrix did not vary is None)."""
+    versions the cell set."""
 
     matrix: str                    # "matrix-<when it started, UTC>": the cells of one matrix share it
     index: int                     # 1-based
     cells: int
-    tomcat: str | None = None
-    java: int | None = None
+    cell: Cell
 
     @property
     def words(self) -> str:
-        """The cell as readers read it: "Tomcat 11.0.10, Java 17"."""
-        return ", ".join(f"{name} {value}" for name, value in (("Tomcat", self.tomcat), ("Java", self.java))
-                         if value is not None)
+        return self.cell.words
 
     @classmethod
     def from_data(cls, data: dict | None) -> "MatrixCell | None":
         if not data:
             return None
-        return cls(data["id"], data["index"], data["cells"], data.get("tomcat"), data.get("java"))
+        return cls(data["id"], data["index"], data["cells"], Cell(data.get("tomcat"), data.get("java")))
 
     def to_data(self) -> dict:
-        out = {"id": self.matrix, "index": self.index, "cells": self.cells}
-        return out | {k: v for k, v in (("tomcat", self.tomcat), ("java", self.java)) if v is not None}
+        return {"id": self.matrix, "index": self.index, "cells": self.cells} | dict(self.cell.axes())
 
 
 @dataclass(frozen=True)

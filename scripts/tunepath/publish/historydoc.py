@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from tunepath.analysis.history import MAX_PVALUE, MIN_RUNS, History, Series
 from tunepath.publish import formatting as fmt
-from tunepath.publish.display import clean
 from tunepath.publish.historychart import shown
 
-__all__ = ["history_document", "FIELDS", "charted", "matrix_entries", "matrix_grids"]
+__all__ = ["history_document", "FIELDS", "charted", "matrix_grids"]
 
 FIELDS = {"cpu": "server_cpu_per_req", "p99": "latency_p99", "rps": "requests_per_sec"}   # the pages' field names
 
@@ -97,7 +96,7 @@ def matrix_grids(mine: list[Series], by_id: dict, steps: dict, grid: tuple[str, 
     for run_id in dict.fromkeys(r for r, _ in found):
         cell = by_id[run_id].info.matrix if run_id in by_id else None
         if cell is not None:
-            matrices.setdefault(cell.matrix, []).append((cell, run_id))
+            matrices.setdefault(cell.matrix, []).append((cell.cell, run_id))
     out = []
     for matrix, cells in sorted(matrices.items()):
         key = "rps" if all((r, "rps") in found for _, r in cells) else "cpu"
@@ -119,27 +118,7 @@ def matrix_grids(mine: list[Series], by_id: dict, steps: dict, grid: tuple[str, 
 
 
 def _label(step, variant: str, by_id: dict, points) -> str:
-    run = by_id.get(points[-1].run_id)
-    return step.label(variant, run.context) if run is not None else variant
-
-
-def matrix_entries(runs: list, history_page: str) -> list[dict]:
-    """Each version matrix among ``runs`` in a line's worth: its server, how many of its cells were
-    recorded, the versions they set, and the page that follows them (``history_page``)."""
-    by_matrix: dict[str, list] = {}
-    for run in runs:
-        if run.info.matrix is not None:
-            by_matrix.setdefault(run.info.matrix.matrix, []).append(run)
-    out = []
-    for matrix, cells in sorted(by_matrix.items()):
-        cells.sort(key=lambda r: r.info.matrix.index)
-        first = cells[0]
-        axes = [(name, list(dict.fromkeys(str(v) for v in (getattr(r.info.matrix, attr) for r in cells) if v is not None)))
-                for name, attr in (("Tomcat", "tomcat"), ("Java", "java"))]
-        out.append(clean({
-            "id": matrix, "server": first.server.name, "label": first.info.label, "date": first.info.date,
-            "recorded": len(cells), "cells": first.info.matrix.cells,
-            "versions": " × ".join(f"{name} {', '.join(values)}" for name, values in axes if values),
-            "runs": [r.run_id for r in cells], "page": history_page,
-        }))
-    return out
+    """``variant``'s label as the newest of ``points``' runs that knows it gives it: a run's hosts
+    decide its variants (Java 17 has no virtual-thread connector, for one)."""
+    labels = (step.label(variant, by_id[p.run_id].context) for p in reversed(points) if p.run_id in by_id)
+    return next((label for label in labels if label != variant), variant)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tunepath.publish import formatting as fmt
 from tunepath.publish.answer import RunFacts, step_answer
-from tunepath.publish.historydoc import matrix_entries
+from tunepath.publish.matrixdoc import matrix_entries
 from tunepath.publish.display import (PERCENTILES, clean, display, num, placement_text, precision_display,
                                       warmup_text)
 from tunepath.analysis.jvmfacts import JVM_COLUMNS

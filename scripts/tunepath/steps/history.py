@@ -28,11 +28,9 @@ class History(Step):
     def found(self, result):
         from tunepath.analysis.history import history
 
-        cached = getattr(result, "_history", None)
-        if cached is None:
-            cached = history(result.runs, result.all_rows, skip_steps=SMOKE_TESTS)
-            result._history = cached           # charts and document both read it: found once
-        return cached
+        if result.findings is None:
+            result.findings = history(result.runs, result.all_rows, skip_steps=SMOKE_TESTS)
+        return result.findings
 
     def readings(self, result) -> dict:
         import pandas as pd
