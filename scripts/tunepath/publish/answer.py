@@ -159,9 +159,10 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
     elif kind == "emulated":
         who = f"{run.server.name}, emulated server (QEMU)"
     else:
-        where = host_words(run)
-        when = run.info.date or run.run_id
-        who = f"the lab ({run.server.name}), live run of {when}" if where == "the lab" else f"{run.server.name}, live run of {when}"
+        where, kind_of = host_words(run), host_kind(run)
+        server = f"{run.server.name}: {kind_of}" if kind_of is not None else run.server.name
+        cell = f" (a version matrix's cell: {run.info.matrix.words})" if run.info.matrix is not None else ""
+        who = (f"the lab ({server})" if where == "the lab" else server) + f", live run of {run.info.date or run.run_id}{cell}"
     skipped = [reason for variant, reason in facts.skipped if not variants or variant in variants]
     if not facts.measured and skipped:
         return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm)
