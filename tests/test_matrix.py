@@ -182,6 +182,8 @@ def test_the_answer_box_gives_each_host_kind_its_newest_run_and_a_matrix_cell_on
     who = {h["run_id"]: h["who"] for h in doc["answer"]["hosts"]}
     assert "Neoverse-N2, 2 CPUs), live run of" in who["live-runner"] and "matrix" not in who["live-runner"]
     assert who["live-runner-cell"].endswith("(a version matrix's cell: Java 21)") and "Neoverse-V2" in who["live-runner-cell"]
+    host = {h["run_id"]: h["host"] for h in doc["answer"]["hosts"]}
+    assert host["live-runner"].endswith("Neoverse-N2, 2 CPUs)") and who["live-runner"].startswith(host["live-runner"] + ", ")
 
 
 def test_the_comparison_page_leaves_a_matrix_s_runs_to_the_history_page(tmp_path):

@@ -201,6 +201,10 @@ def test_summary_opens_with_what_to_change(built_site):
     for step in REGISTRY:
         if step.change and step.kind in ("tuning", "comparison", "sweep"):
             assert f'data-step="{step.name}"' in html
+    # each host is named whole: "the lab (vm: AMD EPYC, 2 CPUs)", not cut at its first comma
+    hosts = re.findall(r'class="changes-host"[^>]*><strong>([^<]*)</strong>', html)
+    assert hosts and all(h.count("(") == h.count(")") for h in hosts), hosts
+    assert any(h.startswith("the lab (") and "CPUs)" in h for h in hosts), hosts
 
 
 @pytest.mark.fast

@@ -29,8 +29,8 @@ __all__ = ["Answer", "HostAnswer", "RunFacts", "step_answer", "verdict_words", "
 
 @dataclass(frozen=True)
 class HostAnswer:
-    """What the step did on one host: ``who`` (the host and how it was measured), one line per
-    answering comparison, or why there is none (``skipped``, or ``note`` for an emulated server)."""
+    """What the step did on one host: ``who`` (the host, ``host``, then how it was measured), one line
+    per answering comparison, or why there is none (``skipped``, or ``note`` for an emulated server)."""
 
     run_id: str
     kind: str                     # reference | live | emulated
@@ -38,6 +38,7 @@ class HostAnswer:
     lines: tuple[tuple[str, str, str], ...] = ()     # (verdict class, words, the same in a few words)
     note: str = ""
     arm: bool = False             # the server is an Arm one (not emulated): what an export to Arm's repository shows
+    host: str = ""                # the host alone, as the summary's table names it: "the lab (vm: AMD EPYC, 2 CPUs)"
 
     @property
     def brief(self) -> str:
@@ -154,25 +155,28 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
     run = facts.run
     kind = "emulated" if run.emulated else run.kind
     arm = run.server.arm and not run.emulated
+    host = run.server.name
     if kind == "reference":
-        who = f"{run.server.name}, published reference run (a single measurement per configuration)"
+        how = "published reference run (a single measurement per configuration)"
     elif kind == "emulated":
-        who = f"{run.server.name}, emulated server (QEMU)"
+        how = "emulated server (QEMU)"
     else:
-        where, kind_of = host_words(run), host_kind(run)
-        server = f"{run.server.name}: {kind_of}" if kind_of is not None else run.server.name
-        cell = f" (a version matrix's cell: {run.info.matrix.words})" if run.info.matrix is not None else ""
-        who = (f"the lab ({server})" if where == "the lab" else server) + f", live run of {run.info.date or run.run_id}{cell}"
+        kind_of = host_kind(run)
+        server = f"{host}: {kind_of}" if kind_of is not None else host
+        host = f"the lab ({server})" if host_words(run) == "the lab" else server
+        how = f"live run of {run.info.date or run.run_id}" + (
+            f" (a version matrix's cell: {run.info.matrix.words})" if run.info.matrix is not None else "")
+    who = f"{host}, {how}"
     skipped = [reason for variant, reason in facts.skipped if not variants or variant in variants]
     if not facts.measured and skipped:
-        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm)
+        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm, host=host)
     if kind == "emulated":
-        return HostAnswer(run.run_id, kind, who, note=f"{_checked(facts.checks)}; an emulator's speed says nothing "
+        return HostAnswer(run.run_id, kind, who, host=host, note=f"{_checked(facts.checks)}; an emulator's speed says nothing "
                                                       "about a server, so no figure")
     lines = tuple((verdict_class(v), verdict_words(v), verdict_short(v)) for v in facts.verdicts if not variants or v.variant in variants)
     if not lines:
         return None
-    return HostAnswer(run.run_id, kind, who, lines, arm=arm)
+    return HostAnswer(run.run_id, kind, who, lines, arm=arm, host=host)
 
 
 def step_answer(step, runs: list[RunFacts]) -> Answer | None:

@@ -245,7 +245,7 @@ def _pair_row(r: dict) -> str:
 def changes(rows: list[dict]) -> str:
     """The summary's "what to change" table (data/summary.json → changes)."""
     def hosts(row: dict, kind: str) -> str:
-        found = [f"**{text(h['who'].split(',')[0])}**: {text(h['brief'])}" for h in row.get("hosts") or ()
+        found = [f"**{text(h['host'])}**: {text(h['brief'])}" for h in row.get("hosts") or ()
                  if h["kind"] == kind and h.get("arm")]
         return "<br>".join(found) or "not measured"
     return table(["Step", "Reference hosts (one run each)", "Newest live run on an Arm server (95 % verdict)",
