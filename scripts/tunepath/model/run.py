@@ -196,7 +196,8 @@ class Cell:
     tomcat: str | None = None
     java: int | None = None
 
-    def axes(self):
+    def axes(self) -> tuple[tuple[str, str | int], ...]:
+        """The axes this cell sets, in the matrix's order: (("tomcat", "11.0.10"), ("java", 17))."""
         return tuple((axis, value) for axis, value in (("tomcat", self.tomcat), ("java", self.java)) if value is not None)
 
     @property

@@ -29,16 +29,20 @@ __all__ = ["Answer", "HostAnswer", "RunFacts", "step_answer", "verdict_words", "
 
 @dataclass(frozen=True)
 class HostAnswer:
-    """What the step did on one host: ``who`` (the host, ``host``, then how it was measured), one line
+    """What the step did on one host: the host and how it was measured (``who``, both), one line
     per answering comparison, or why there is none (``skipped``, or ``note`` for an emulated server)."""
 
     run_id: str
     kind: str                     # reference | live | emulated
-    who: str
+    host: str                     # the host alone, as the summary's table names it: "the lab (vm: AMD EPYC, 2 CPUs)"
+    how: str                      # "live run of 2026-12-02", "published reference run (…)", "emulated server (QEMU)"
     lines: tuple[tuple[str, str, str], ...] = ()     # (verdict class, words, the same in a few words)
     note: str = ""
     arm: bool = False             # the server is an Arm one (not emulated): what an export to Arm's repository shows
-    host: str = ""                # the host alone, as the summary's table names it: "the lab (vm: AMD EPYC, 2 CPUs)"
+
+    @property
+    def who(self) -> str:
+        return f"{self.host}, {self.how}"
 
     @property
     def brief(self) -> str:
@@ -60,7 +64,7 @@ class HostAnswer:
     def to_data(self) -> dict:
         d = asdict(self)
         d["lines"] = [{"verdict": c, "text": t, "short": s} for c, t, s in self.lines]
-        d["brief"] = self.brief
+        d["brief"], d["who"] = self.brief, self.who
         return d
 
 
@@ -166,17 +170,16 @@ def _host(facts: RunFacts, variants: tuple[str, ...]) -> HostAnswer | None:
         host = f"the lab ({server})" if host_words(run) == "the lab" else server
         how = f"live run of {run.info.date or run.run_id}" + (
             f" (a version matrix's cell: {run.info.matrix.words})" if run.info.matrix is not None else "")
-    who = f"{host}, {how}"
     skipped = [reason for variant, reason in facts.skipped if not variants or variant in variants]
     if not facts.measured and skipped:
-        return HostAnswer(run.run_id, kind, who, note=f"skipped, {_first_reason(skipped[0])}", arm=arm, host=host)
+        return HostAnswer(run.run_id, kind, host, how, note=f"skipped, {_first_reason(skipped[0])}", arm=arm)
     if kind == "emulated":
-        return HostAnswer(run.run_id, kind, who, host=host, note=f"{_checked(facts.checks)}; an emulator's speed says nothing "
+        return HostAnswer(run.run_id, kind, host, how, note=f"{_checked(facts.checks)}; an emulator's speed says nothing "
                                                       "about a server, so no figure")
     lines = tuple((verdict_class(v), verdict_words(v), verdict_short(v)) for v in facts.verdicts if not variants or v.variant in variants)
     if not lines:
         return None
-    return HostAnswer(run.run_id, kind, who, lines, arm=arm, host=host)
+    return HostAnswer(run.run_id, kind, host, how, lines, arm=arm)
 
 
 def step_answer(step, runs: list[RunFacts]) -> Answer | None:

@@ -20,12 +20,14 @@ def matrix_entries(runs: list, history_page: str) -> list[dict]:
     for matrix, cells in sorted(by_matrix.items()):
         cells.sort(key=lambda r: r.info.matrix.index)
         first = cells[0]
-        axes = [(name, list(dict.fromkeys(str(v) for v in (getattr(r.info.matrix.cell, attr) for r in cells) if v is not None)))
-                for name, attr in (("Tomcat", "tomcat"), ("Java", "java"))]
+        axes: dict[str, list[str]] = {}
+        for run in cells:
+            for axis, value in run.info.matrix.cell.axes():
+                axes.setdefault(axis.capitalize(), []).append(str(value))
         out.append(clean({
             "id": matrix, "server": first.server.name, "label": first.info.label, "date": first.info.date,
             "recorded": len(cells), "cells": first.info.matrix.cells,
-            "versions": " × ".join(f"{name} {', '.join(values)}" for name, values in axes if values),
+            "versions": " × ".join(f"{name} {', '.join(dict.fromkeys(values))}" for name, values in axes.items()),
             "runs": [r.run_id for r in cells], "page": history_page,
         }))
     return out
